@@ -1,0 +1,165 @@
+/* The per-API benchmark behind "never slower than libc": where the fast path
+ * does not win on this machine, that entry point stays on libc. */
+#include "config.h"
+
+#include "api_choice.h"
+
+#include "clock.h"
+#include "libc.h"
+
+#define API_CHOICE_CALLS 2000u
+#define API_CHOICE_ROUNDS 7u
+
+typedef void (*api_loop_fn)(uint32_t flags, unsigned calls);
+
+/* Keeps results alive without a shared-memory write per call. */
+static void api_consume(uint64_t value)
+{
+	__asm__ volatile("" : : "r"(value));
+}
+
+static __attribute__((noinline)) void api_libc_monotonic(uint32_t flags, unsigned calls)
+{
+	struct timespec ts;
+	(void)flags;
+	for (unsigned i = 0; i < calls; i++) {
+		libc_time.clock_gettime(CLOCK_MONOTONIC, &ts);
+		api_consume((uint64_t)ts.tv_nsec);
+	}
+}
+
+static __attribute__((noinline)) void api_fast_monotonic(uint32_t flags, unsigned calls)
+{
+	struct timespec ts = { 0, 0 };
+	for (unsigned i = 0; i < calls; i++) {
+		clock_answer_monotonic(flags, &ts);
+		api_consume((uint64_t)ts.tv_nsec);
+	}
+}
+
+static __attribute__((noinline)) void api_libc_realtime(uint32_t flags, unsigned calls)
+{
+	struct timespec ts;
+	(void)flags;
+	for (unsigned i = 0; i < calls; i++) {
+		libc_time.clock_gettime(CLOCK_REALTIME, &ts);
+		api_consume((uint64_t)ts.tv_nsec);
+	}
+}
+
+static __attribute__((noinline)) void api_fast_realtime(uint32_t flags, unsigned calls)
+{
+	struct timespec ts = { 0, 0 };
+	for (unsigned i = 0; i < calls; i++) {
+		clock_answer_realtime(flags, &ts);
+		api_consume((uint64_t)ts.tv_nsec);
+	}
+}
+
+static __attribute__((noinline)) void api_libc_gettimeofday(uint32_t flags, unsigned calls)
+{
+	struct timeval tv;
+	(void)flags;
+	for (unsigned i = 0; i < calls; i++) {
+		libc_time.gettimeofday(&tv, NULL);
+		api_consume((uint64_t)tv.tv_usec);
+	}
+}
+
+static __attribute__((noinline)) void api_fast_gettimeofday(uint32_t flags, unsigned calls)
+{
+	struct timeval tv = { 0, 0 };
+	for (unsigned i = 0; i < calls; i++) {
+		clock_answer_timeval(flags, &tv);
+		api_consume((uint64_t)tv.tv_usec);
+	}
+}
+
+static __attribute__((noinline)) void api_libc_time(uint32_t flags, unsigned calls)
+{
+	(void)flags;
+	for (unsigned i = 0; i < calls; i++)
+		api_consume((uint64_t)libc_time.time(NULL));
+}
+
+static __attribute__((noinline)) void api_fast_time(uint32_t flags, unsigned calls)
+{
+	time_t t = 0;
+	for (unsigned i = 0; i < calls; i++) {
+		clock_answer_seconds(flags, &t);
+		api_consume((uint64_t)t);
+	}
+}
+
+static __attribute__((noinline)) void api_libc_timespec_get(uint32_t flags, unsigned calls)
+{
+	struct timespec ts;
+	(void)flags;
+	for (unsigned i = 0; i < calls; i++) {
+		libc_time.timespec_get(&ts, TIME_UTC);
+		api_consume((uint64_t)ts.tv_nsec);
+	}
+}
+
+static uint64_t api_now_ns(void)
+{
+	struct timespec ts;
+
+	libc_time.clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * CLOCK_NS_PER_SEC + (uint64_t)ts.tv_nsec;
+}
+
+static double api_time_loop(api_loop_fn loop, uint32_t flags)
+{
+	uint64_t start = api_now_ns();
+
+	loop(flags, API_CHOICE_CALLS);
+	return (double)(api_now_ns() - start) / API_CHOICE_CALLS;
+}
+
+uint32_t api_choice_measure(uint32_t mode_flags, struct api_cost costs[API_CHOICE_COUNT])
+{
+	static const struct {
+		const char *name;
+		uint32_t flag;
+		api_loop_fn libc_loop;
+		api_loop_fn fast_loop;
+	} apis[API_CHOICE_COUNT] = {
+		{ "clock_gettime(CLOCK_MONOTONIC)", CLOCK_API_MONOTONIC, api_libc_monotonic,
+		  api_fast_monotonic },
+		{ "clock_gettime(CLOCK_REALTIME)", CLOCK_API_REALTIME, api_libc_realtime,
+		  api_fast_realtime },
+		{ "gettimeofday", CLOCK_API_GETTIMEOFDAY, api_libc_gettimeofday,
+		  api_fast_gettimeofday },
+		{ "time", CLOCK_API_TIME, api_libc_time, api_fast_time },
+		/* timespec_get(TIME_UTC) answers exactly as the REALTIME path does. */
+		{ "timespec_get(TIME_UTC)", CLOCK_API_TIMESPEC_GET, api_libc_timespec_get,
+		  api_fast_realtime },
+	};
+	uint32_t chosen = 0;
+
+	if (libc_time.clock_gettime == NULL || libc_time.gettimeofday == NULL ||
+	    libc_time.time == NULL || libc_time.timespec_get == NULL)
+		return 0;
+	for (unsigned a = 0; a < API_CHOICE_COUNT; a++) {
+		double best_libc = 1e30, best_fast = 1e30;
+
+		/* Alternate, and keep each side's best round: the least disturbed
+		 * by the rest of the machine. */
+		for (unsigned round = 0; round < API_CHOICE_ROUNDS; round++) {
+			double libc_ns = api_time_loop(apis[a].libc_loop, mode_flags);
+			double fast_ns = api_time_loop(apis[a].fast_loop, mode_flags);
+			if (libc_ns < best_libc)
+				best_libc = libc_ns;
+			if (fast_ns < best_fast)
+				best_fast = fast_ns;
+		}
+		costs[a].name = apis[a].name;
+		costs[a].flag = apis[a].flag;
+		costs[a].libc_ns = best_libc;
+		costs[a].fast_ns = best_fast;
+		if (best_fast < best_libc)
+			chosen |= apis[a].flag;
+	}
+	return chosen;
+}

@@ -1,0 +1,170 @@
+/* Calibration arithmetic: fit, continue and bend per-CPU lines.
+ *
+ * Each refresh continues the published line at the sample's TSC value and
+ * bends its slope so that the error measured now is paid back over the next
+ * interval; readers therefore never see a jump. The slope itself comes from
+ * two samples one interval apart, so a 25 ns sandwich over 5 s is ~5 ppb. */
+#include "config.h"
+
+#include "calib.h"
+
+#include <string.h>
+
+unsigned calib_narrowest(const struct calib_sample *samples, unsigned n)
+{
+	unsigned best = 0;
+
+	for (unsigned i = 1; i < n; i++)
+		if (samples[i].width_ns < samples[best].width_ns)
+			best = i;
+	return best;
+}
+
+uint64_t calib_ticks_for_ns(uint64_t mult, uint64_t ns)
+{
+	unsigned __int128 ticks;
+
+	if (mult == 0)
+		return 0;
+	ticks = ((unsigned __int128)ns << 64) / mult;
+	return ticks > UINT64_MAX ? UINT64_MAX : (uint64_t)ticks;
+}
+
+uint64_t calib_mult_from(uint64_t dns, uint64_t dticks)
+{
+	if (dticks == 0 || dns >= dticks)
+		return 0;
+	return (uint64_t)(((unsigned __int128)dns << 64) / dticks);
+}
+
+void calib_cpu_reset(struct calib_cpu *cpu)
+{
+	memset(cpu, 0, sizeof *cpu);
+}
+
+/* A line of slope mult through (tsc, ns). */
+static struct calib_line calib_line_through(uint64_t mult, uint64_t tsc, uint64_t ns)
+{
+	struct calib_line line = { .mult = mult, .offset = 0 };
+
+	line.offset = ns - calib_line_eval(line, tsc);
+	return line;
+}
+
+/* |a - b| / b in parts per million, saturating. */
+static uint64_t calib_relative_ppm(uint64_t a, uint64_t b)
+{
+	uint64_t diff = a > b ? a - b : b - a;
+
+	if (b == 0)
+		return UINT64_MAX;
+	return (uint64_t)(((unsigned __int128)diff * 1000000u) / b);
+}
+
+/* Forgets the line's history and starts again from sample, keeping the
+ * measured slope: after a discontinuity the old anchor says nothing. */
+static enum calib_outcome calib_cpu_step(struct calib_cpu *cpu, const struct calib_sample *sample)
+{
+	cpu->line = calib_line_through(cpu->slope_mult, sample->tsc, sample->ns);
+	cpu->anchor = *sample;
+	return CALIB_STEPPED;
+}
+
+enum calib_outcome calib_cpu_update(struct calib_cpu *cpu, const struct calib_sample *sample,
+				    uint64_t next_interval_ns)
+{
+	uint64_t measured, predicted, next_ticks;
+	int64_t error;
+	unsigned __int128 bend;
+	bool have_line = cpu->line.mult != 0;
+
+	if (sample->width_ns > CALIB_MAX_WIDTH_NS)
+		return CALIB_REJECTED;
+	if (cpu->narrowest_width_ns == 0 || sample->width_ns < cpu->narrowest_width_ns)
+		cpu->narrowest_width_ns = sample->width_ns;
+
+	if (!cpu->has_anchor) {
+		cpu->anchor = *sample;
+		cpu->has_anchor = true;
+		return CALIB_NEED_MORE;
+	}
+	/* The TSC went backwards (reset on resume) or did not move. */
+	if (sample->tsc <= cpu->anchor.tsc || sample->ns <= cpu->anchor.ns) {
+		if (!have_line) {
+			cpu->anchor = *sample;
+			return CALIB_NEED_MORE;
+		}
+		return calib_cpu_step(cpu, sample);
+	}
+
+	measured = calib_mult_from(sample->ns - cpu->anchor.ns, sample->tsc - cpu->anchor.tsc);
+	if (measured == 0)
+		return CALIB_REJECTED;
+
+	if (!have_line) {
+		cpu->slope_mult = measured;
+		cpu->line = calib_line_through(measured, sample->tsc, sample->ns);
+		cpu->anchor = *sample;
+		cpu->last_error_ns = 0;
+		return CALIB_FIRST_LINE;
+	}
+
+	/* The two clocks did not advance together since the anchor: keep the
+	 * slope we trust and restart the line at this sample. */
+	if (calib_relative_ppm(measured, cpu->slope_mult) > CALIB_MAX_SLOPE_CHANGE_PPM)
+		return calib_cpu_step(cpu, sample);
+	cpu->slope_mult = measured;
+	cpu->anchor = *sample;
+
+	predicted = calib_line_eval(cpu->line, sample->tsc);
+	error = (int64_t)(sample->ns - predicted);
+	cpu->last_error_ns = error;
+
+	/* Too large to pay back at a bounded slew rate over the next interval. */
+	if ((uint64_t)(error < 0 ? -error : error) >
+	    next_interval_ns / 1000000u * CALIB_MAX_SLEW_PPM)
+		return calib_cpu_step(cpu, sample);
+
+	/* Continue from where readers are now, aiming at the kernel's clock one
+	 * interval ahead: slope = measured + error / next_ticks. */
+	next_ticks = calib_ticks_for_ns(measured, next_interval_ns);
+	if (next_ticks == 0)
+		return calib_cpu_step(cpu, sample);
+	if (error >= 0) {
+		bend = ((unsigned __int128)(uint64_t)error << 64) / next_ticks;
+		if (bend > UINT64_MAX - measured)
+			return calib_cpu_step(cpu, sample);
+		cpu->line = calib_line_through(measured + (uint64_t)bend, sample->tsc, predicted);
+	} else {
+		bend = ((unsigned __int128)(uint64_t)(-error) << 64) / next_ticks;
+		if (bend >= measured)
+			return calib_cpu_step(cpu, sample);
+		cpu->line = calib_line_through(measured - (uint64_t)bend, sample->tsc, predicted);
+	}
+	return CALIB_CONTINUED;
+}
+
+bool calib_realtime_offset(const struct calib_offset_sample *samples, unsigned n,
+			   uint64_t *offset_ns, uint64_t *width_ns)
+{
+	bool found = false;
+	uint64_t best_width = UINT64_MAX;
+
+	for (unsigned i = 0; i < n; i++) {
+		const struct calib_offset_sample *s = &samples[i];
+		uint64_t width, mid;
+
+		if (s->mono_after < s->mono_before)
+			continue;
+		width = s->mono_after - s->mono_before;
+		if (width >= best_width)
+			continue;
+		mid = s->mono_before + width / 2;
+		best_width = width;
+		*offset_ns = s->real - mid;
+		found = true;
+	}
+	if (found)
+		*width_ns = best_width;
+	return found;
+}

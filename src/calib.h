@@ -1,0 +1,87 @@
+/* The calibration arithmetic: samples in, lines out. No system calls and no
+ * hardware access, so tests drive it with a fake TSC and a fake kernel clock. */
+#ifndef FASTTIME_CALIB_H
+#define FASTTIME_CALIB_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* ns = mulhi64(tsc, mult) + offset, all modulo 2^64. mult is nanoseconds per
+ * tick as a 0.64 fixed-point fraction: one multiply gives the product's high
+ * word with no shift, and the fraction has 64 bits of precision. It requires
+ * a TSC faster than 1 GHz, which every invariant TSC we know of is. A mult of
+ * zero means "no line": readers answer with libc. */
+struct calib_line {
+	uint64_t mult;
+	uint64_t offset;
+};
+
+/* One sandwich: kernel clock, TSC, kernel clock. ns is the midpoint of the two
+ * kernel readings; width is the distance between them. */
+struct calib_sample {
+	uint64_t tsc;
+	uint64_t ns;
+	uint64_t width_ns;
+};
+
+/* The state of one CPU's calibration, owned by the refresh thread. */
+struct calib_cpu {
+	bool has_anchor;            /* a previous sample to measure a slope from */
+	struct calib_sample anchor;
+	uint64_t slope_mult;        /* the measured ns per tick, as in calib_line */
+	struct calib_line line;     /* what is published for readers */
+	int64_t last_error_ns;      /* kernel minus line at the last sample */
+	uint64_t narrowest_width_ns; /* the narrowest sandwich ever seen here */
+};
+
+enum calib_outcome {
+	CALIB_NEED_MORE,   /* first sample kept as anchor; no line yet */
+	CALIB_FIRST_LINE,  /* a line exists for the first time */
+	CALIB_CONTINUED,   /* the line continues, bent to absorb the error */
+	CALIB_STEPPED,     /* the error was too large to absorb: the line jumps */
+	CALIB_REJECTED,    /* the sample was unusable; nothing changed */
+};
+
+/* The largest rate at which an error is paid back, in parts per million:
+ * larger errors are stepped, not slewed (NTP's own limit is 500 ppm). */
+#define CALIB_MAX_SLEW_PPM 500
+/* A slope that moves by more than this between samples means the two clocks
+ * did not run together (suspend, a stopped VM): re-anchor instead of fitting. */
+#define CALIB_MAX_SLOPE_CHANGE_PPM 1000
+/* A sandwich wider than this cannot place the TSC reading precisely. */
+#define CALIB_MAX_WIDTH_NS 20000
+
+/* ns for tsc on line; the read path's arithmetic, here for the tests. */
+static inline uint64_t calib_line_eval(struct calib_line line, uint64_t tsc)
+{
+	return (uint64_t)(((unsigned __int128)tsc * line.mult) >> 64) + line.offset;
+}
+
+/* Index of the narrowest of n samples (n > 0). */
+unsigned calib_narrowest(const struct calib_sample *samples, unsigned n);
+
+/* Ticks that fit in ns at mult's rate. */
+uint64_t calib_ticks_for_ns(uint64_t mult, uint64_t ns);
+
+/* mult for dns nanoseconds over dticks ticks; 0 when the rate is not below
+ * one nanosecond per tick, or dticks is 0. */
+uint64_t calib_mult_from(uint64_t dns, uint64_t dticks);
+
+void calib_cpu_reset(struct calib_cpu *cpu);
+
+/* Takes the next sample. next_interval_ns is how long until the following
+ * sample: the error found now is paid back over that span. */
+enum calib_outcome calib_cpu_update(struct calib_cpu *cpu, const struct calib_sample *sample,
+				    uint64_t next_interval_ns);
+
+/* The realtime offset (CLOCK_REALTIME minus CLOCK_MONOTONIC) from readings
+ * taken as monotonic, realtime, monotonic: the midpoint of the narrowest. */
+struct calib_offset_sample {
+	uint64_t mono_before;
+	uint64_t real;
+	uint64_t mono_after;
+};
+bool calib_realtime_offset(const struct calib_offset_sample *samples, unsigned n,
+			   uint64_t *offset_ns, uint64_t *width_ns);
+
+#endif

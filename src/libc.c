@@ -1,0 +1,118 @@
+/* Finding libc's own time functions behind the preload, without malloc.
+ *
+ * dlsym(RTLD_NEXT) of a symbol that exists does not allocate; only its error
+ * path does, and these four exist in every glibc we support. A time call
+ * that arrives before resolution finishes (a constructor, a malloc that
+ * reads the clock) is answered by the system call itself. */
+#include "config.h"
+
+#include "libc.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdbool.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+struct libc_time_functions libc_time;
+
+static __thread bool libc_resolving __attribute__((tls_model("initial-exec")));
+
+static void *libc_lookup(const char *name)
+{
+	return dlsym(RTLD_NEXT, name);
+}
+
+void libc_resolve(void)
+{
+	if (libc_resolving)
+		return;
+	libc_resolving = true;
+	if (libc_time.clock_gettime == NULL)
+		__atomic_store_n(&libc_time.clock_gettime,
+				 (int (*)(clockid_t, struct timespec *))libc_lookup("clock_gettime"),
+				 __ATOMIC_RELEASE);
+	if (libc_time.gettimeofday == NULL)
+		__atomic_store_n(&libc_time.gettimeofday,
+				 (int (*)(struct timeval *, void *))libc_lookup("gettimeofday"),
+				 __ATOMIC_RELEASE);
+	if (libc_time.time == NULL)
+		__atomic_store_n(&libc_time.time, (time_t(*)(time_t *))libc_lookup("time"),
+				 __ATOMIC_RELEASE);
+	if (libc_time.timespec_get == NULL)
+		__atomic_store_n(&libc_time.timespec_get,
+				 (int (*)(struct timespec *, int))libc_lookup("timespec_get"),
+				 __ATOMIC_RELEASE);
+	libc_resolving = false;
+}
+
+int libc_syscall_clock_gettime(clockid_t id, struct timespec *ts)
+{
+	return (int)syscall(SYS_clock_gettime, id, ts);
+}
+
+int libc_syscall_gettimeofday(struct timeval *tv, void *tz)
+{
+	return (int)syscall(SYS_gettimeofday, tv, tz);
+}
+
+time_t libc_syscall_time(time_t *t)
+{
+	return (time_t)syscall(SYS_time, t);
+}
+
+/* Each libc_* below calls libc's function, resolving it first if needed. */
+int libc_clock_gettime(clockid_t id, struct timespec *ts)
+{
+	int (*fn)(clockid_t, struct timespec *) = __atomic_load_n(&libc_time.clock_gettime,
+								   __ATOMIC_ACQUIRE);
+	if (__builtin_expect(fn == NULL, 0)) {
+		libc_resolve();
+		fn = __atomic_load_n(&libc_time.clock_gettime, __ATOMIC_ACQUIRE);
+		if (fn == NULL)
+			return libc_syscall_clock_gettime(id, ts);
+	}
+	return fn(id, ts);
+}
+
+int libc_gettimeofday(struct timeval *tv, void *tz)
+{
+	int (*fn)(struct timeval *, void *) = __atomic_load_n(&libc_time.gettimeofday,
+							       __ATOMIC_ACQUIRE);
+	if (__builtin_expect(fn == NULL, 0)) {
+		libc_resolve();
+		fn = __atomic_load_n(&libc_time.gettimeofday, __ATOMIC_ACQUIRE);
+		if (fn == NULL)
+			return libc_syscall_gettimeofday(tv, tz);
+	}
+	return fn(tv, tz);
+}
+
+time_t libc_time_now(time_t *t)
+{
+	time_t (*fn)(time_t *) = __atomic_load_n(&libc_time.time, __ATOMIC_ACQUIRE);
+	if (__builtin_expect(fn == NULL, 0)) {
+		libc_resolve();
+		fn = __atomic_load_n(&libc_time.time, __ATOMIC_ACQUIRE);
+		if (fn == NULL)
+			return libc_syscall_time(t);
+	}
+	return fn(t);
+}
+
+int libc_timespec_get(struct timespec *ts, int base)
+{
+	int (*fn)(struct timespec *, int) = __atomic_load_n(&libc_time.timespec_get,
+							     __ATOMIC_ACQUIRE);
+	if (__builtin_expect(fn == NULL, 0)) {
+		libc_resolve();
+		fn = __atomic_load_n(&libc_time.timespec_get, __ATOMIC_ACQUIRE);
+		if (fn == NULL) {
+			/* C11: TIME_UTC is the only base; any other gives 0. */
+			if (base != TIME_UTC)
+				return 0;
+			return libc_syscall_clock_gettime(CLOCK_REALTIME, ts) == 0 ? base : 0;
+		}
+	}
+	return fn(ts, base);
+}

@@ -1,0 +1,166 @@
+/* The exported entry points: clock_gettime, gettimeofday, time and
+ * timespec_get, and the constructor that prepares them.
+ *
+ * On glibc, time and gettimeofday do not go through clock_gettime, and
+ * timespec_get calls glibc's internal clock: each needs its own entry point.
+ * Each answers from the TSC when its bit in api_flags is set and the line is
+ * fresh, and otherwise with libc's own function, return value and errno. */
+#include "config.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+
+#include "clock.h"
+#include "cpu.h"
+#include "debug.h"
+#include "libc.h"
+#include "refresh.h"
+#include "settings.h"
+
+#define PRELOAD_EXPORT __attribute__((visibility("default")))
+
+/* Keeps a pointer test that glibc's nonnull declarations would let the
+ * compiler delete: a NULL pointer goes to libc, which decides what to do. */
+static inline bool preload_is_null(const void *pointer)
+{
+	__asm__("" : "+r"(pointer));
+	return pointer == NULL;
+}
+
+static const char *preload_getenv(const char *name)
+{
+#ifdef HAVE_SECURE_GETENV
+	return secure_getenv(name);
+#else
+	return getenv(name);
+#endif
+}
+
+static void preload_after_fork_in_child(void)
+{
+	refresh_after_fork_in_child();
+}
+
+/* Cheap facts only: no thread, no file descriptor, no waiting. */
+__attribute__((constructor)) static void preload_init(void)
+{
+	struct settings settings;
+	struct cpu_facts facts;
+
+	libc_resolve();
+	settings_load(&settings, preload_getenv, debug_write_line);
+	debug_enabled = settings.debug;
+	cpu_probe_instructions(&facts);
+	if (settings.disabled) {
+		refresh_configure(&settings, &facts);
+		return;
+	}
+	if (cpu_unusable_reason(&facts) != NULL)
+		debug_log("answering with libc: %s", cpu_unusable_reason(&facts));
+	if (settings.relaxed && !facts.rseq_registered)
+		debug_log("relaxed mode needs glibc's rseq; reading with rdtscp instead");
+	refresh_configure(&settings, &facts);
+	pthread_atfork(NULL, NULL, preload_after_fork_in_child);
+}
+
+/* The slow path shared by all entry points: start the refresh thread if it
+ * is not running. */
+static inline void preload_wake(void)
+{
+	refresh_ensure_started();
+}
+
+/* libc's monotonic answer, never earlier than what this thread was given. */
+static int preload_libc_monotonic(struct timespec *ts)
+{
+	int rc = libc_clock_gettime(CLOCK_MONOTONIC, ts);
+	uint64_t ns, last = clock_thread.last_mono_ns;
+
+	if (rc != 0 || last == 0)
+		return rc;
+	ns = (uint64_t)ts->tv_sec * CLOCK_NS_PER_SEC + (uint64_t)ts->tv_nsec;
+	if (ns < last) {
+		ts->tv_sec = (time_t)(last / CLOCK_NS_PER_SEC);
+		ts->tv_nsec = (long)(last % CLOCK_NS_PER_SEC);
+	} else {
+		clock_thread.last_mono_ns = ns;
+	}
+	return rc;
+}
+
+static __attribute__((noinline)) int preload_slow_clock_gettime(clockid_t id, struct timespec *ts)
+{
+	preload_wake();
+	if (id == CLOCK_MONOTONIC && !preload_is_null(ts))
+		return preload_libc_monotonic(ts);
+	return libc_clock_gettime(id, ts);
+}
+
+PRELOAD_EXPORT int clock_gettime(clockid_t id, struct timespec *ts)
+{
+	uint32_t flags = __atomic_load_n(&table_shared.api_flags, __ATOMIC_RELAXED);
+
+	if (id == CLOCK_MONOTONIC) {
+		if ((flags & CLOCK_API_MONOTONIC) && !preload_is_null(ts) &&
+		    clock_answer_monotonic(flags, ts))
+			return 0;
+	} else if (id == CLOCK_REALTIME) {
+		if ((flags & CLOCK_API_REALTIME) && !preload_is_null(ts) &&
+		    clock_answer_realtime(flags, ts))
+			return 0;
+	}
+	return preload_slow_clock_gettime(id, ts);
+}
+
+static __attribute__((noinline)) int preload_slow_gettimeofday(struct timeval *tv, void *tz)
+{
+	preload_wake();
+	return libc_gettimeofday(tv, tz);
+}
+
+PRELOAD_EXPORT int gettimeofday(struct timeval *tv, void *tz)
+{
+	uint32_t flags = __atomic_load_n(&table_shared.api_flags, __ATOMIC_RELAXED);
+
+	/* A timezone request is libc's business: answer it exactly. */
+	if ((flags & CLOCK_API_GETTIMEOFDAY) && tz == NULL && !preload_is_null(tv) &&
+	    clock_answer_timeval(flags, tv))
+		return 0;
+	return preload_slow_gettimeofday(tv, tz);
+}
+
+static __attribute__((noinline)) time_t preload_slow_time(time_t *t)
+{
+	preload_wake();
+	return libc_time_now(t);
+}
+
+PRELOAD_EXPORT time_t time(time_t *t)
+{
+	uint32_t flags = __atomic_load_n(&table_shared.api_flags, __ATOMIC_RELAXED);
+	time_t now;
+
+	if ((flags & CLOCK_API_TIME) && clock_answer_seconds(flags, &now)) {
+		if (t != NULL)
+			*t = now;
+		return now;
+	}
+	return preload_slow_time(t);
+}
+
+static __attribute__((noinline)) int preload_slow_timespec_get(struct timespec *ts, int base)
+{
+	preload_wake();
+	return libc_timespec_get(ts, base);
+}
+
+PRELOAD_EXPORT int timespec_get(struct timespec *ts, int base)
+{
+	uint32_t flags = __atomic_load_n(&table_shared.api_flags, __ATOMIC_RELAXED);
+
+	if (base == TIME_UTC && (flags & CLOCK_API_TIMESPEC_GET) && !preload_is_null(ts) &&
+	    clock_answer_realtime(flags, ts))
+		return base;
+	return preload_slow_timespec_get(ts, base);
+}

@@ -1,0 +1,55 @@
+/* The refresh thread: calibrates each CPU the process may run on, publishes
+ * the lines, and keeps them fresh. Started by the first time call. */
+#ifndef FASTTIME_REFRESH_H
+#define FASTTIME_REFRESH_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "api_choice.h"
+#include "calib.h"
+#include "cpu.h"
+#include "settings.h"
+
+/* A CPU whose calibration keeps failing this long answers with libc. */
+#define REFRESH_DROP_AFTER_NS (15ull * 1000000000ull)
+/* Sandwiches taken per CPU per round; the narrowest is kept. */
+#define REFRESH_SANDWICHES 15u
+/* The first intervals are short, so that the fast path starts soon, and grow
+ * fourfold until they reach the configured one. */
+#define REFRESH_FIRST_INTERVAL_NS 10000000ull
+
+/* What the refresh thread knows about one CPU, also shown by fasttime --info. */
+struct refresh_cpu {
+	bool allowed;               /* in the process's affinity mask */
+	bool dropped;               /* failed too long: answering with libc */
+	struct calib_cpu calib;
+	enum calib_outcome last_outcome;
+	uint64_t last_sample_mono_ns;
+	uint64_t failing_since_ns;  /* 0 while it succeeds */
+	uint32_t node;
+};
+
+extern struct refresh_cpu refresh_cpus[CPU_MAX_CPUS];
+/* Costs measured when choosing the entry points, for diagnostics. */
+extern struct api_cost refresh_api_costs[API_CHOICE_COUNT];
+extern bool refresh_apis_chosen;
+
+/* Records the settings and CPU facts; cheap, called by the constructor. */
+void refresh_configure(const struct settings *settings, const struct cpu_facts *facts);
+/* Starts the thread unless it runs, has failed or is not wanted. */
+void refresh_ensure_started(void);
+/* In a fork child: the thread is gone; the next slow call starts another. */
+void refresh_after_fork_in_child(void);
+
+/* One pass over the allowed CPUs, in the calling thread (the tools call it
+ * directly). Returns the number of CPUs that have a line. */
+unsigned refresh_round(uint64_t next_interval_ns);
+/* Calibrates synchronously in the calling thread until every allowed CPU has
+ * a line, then chooses the entry points; restores the thread's affinity.
+ * Returns false when the fast path cannot run here. */
+bool refresh_calibrate_now(void);
+/* The interval after round number round (0-based). */
+uint64_t refresh_interval_after(unsigned round, uint64_t configured_ns);
+
+#endif

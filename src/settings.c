@@ -1,0 +1,104 @@
+#include "config.h"
+
+/* Parsing of the FASTTIME_* variables: strict, with one warning line for a
+ * value that cannot be used, and never an allocation (this runs in a
+ * constructor, possibly before malloc is usable). */
+#include "settings.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static bool settings_equals_any(const char *value, const char *const *words)
+{
+	for (; *words != NULL; words++)
+		if (strcmp(value, *words) == 0)
+			return true;
+	return false;
+}
+
+/* Copies value for display: at most 40 characters, unprintables as '?'. */
+static void settings_printable(char *out, size_t size, const char *value)
+{
+	size_t i;
+
+	for (i = 0; i + 1 < size && i < 40 && value[i] != '\0'; i++) {
+		unsigned char c = (unsigned char)value[i];
+		out[i] = (c >= 0x20 && c < 0x7f) ? (char)c : '?';
+	}
+	out[i] = '\0';
+	if (value[i] != '\0' && i + 4 < size)
+		strcpy(out + i, "...");
+}
+
+static void settings_warn_value(settings_warn_fn warn, const char *name, const char *value,
+			      const char *expected, const char *using)
+{
+	char shown[48];
+	char line[256];
+
+	settings_printable(shown, sizeof shown, value);
+	snprintf(line, sizeof line, "fasttime: ignoring %s=\"%s\": expected %s; using %s\n", name,
+		 shown, expected, using);
+	warn(line);
+}
+
+/* Booleans: 1/0, yes/no, true/false, on/off; unset or empty is false. */
+static bool settings_bool(settings_lookup_fn lookup, settings_warn_fn warn, const char *name)
+{
+	static const char *const yes[] = { "1", "yes", "true", "on", NULL };
+	static const char *const no[] = { "0", "no", "false", "off", "", NULL };
+	const char *value = lookup(name);
+
+	if (value == NULL || settings_equals_any(value, no))
+		return false;
+	if (settings_equals_any(value, yes))
+		return true;
+	settings_warn_value(warn, name, value, "1 or 0", "0");
+	return false;
+}
+
+/* A decimal integer in [min, max], digits only. */
+static bool settings_parse_range(const char *value, uint32_t min, uint32_t max, uint32_t *out)
+{
+	uint64_t n = 0;
+
+	if (*value == '\0')
+		return false;
+	for (const char *p = value; *p != '\0'; p++) {
+		if (*p < '0' || *p > '9')
+			return false;
+		n = n * 10 + (uint64_t)(*p - '0');
+		if (n > max)
+			return false;
+	}
+	if (n < min)
+		return false;
+	*out = (uint32_t)n;
+	return true;
+}
+
+void settings_load(struct settings *settings, settings_lookup_fn lookup, settings_warn_fn warn)
+{
+	const char *mode, *interval;
+
+	settings->disabled = settings_bool(lookup, warn, "FASTTIME_DISABLE");
+	settings->debug = settings_bool(lookup, warn, "FASTTIME_DEBUG");
+
+	settings->relaxed = false;
+	mode = lookup("FASTTIME_MODE");
+	if (mode != NULL && strcmp(mode, "relaxed") == 0)
+		settings->relaxed = true;
+	else if (mode != NULL && strcmp(mode, "ordered") != 0 && *mode != '\0')
+		settings_warn_value(warn, "FASTTIME_MODE", mode, "ordered or relaxed", "ordered");
+
+	settings->interval_ms = SETTINGS_DEFAULT_INTERVAL_MS;
+	interval = lookup("FASTTIME_INTERVAL_MS");
+	if (interval != NULL && *interval != '\0' &&
+	    !settings_parse_range(interval, SETTINGS_MIN_INTERVAL_MS, SETTINGS_MAX_INTERVAL_MS,
+				&settings->interval_ms)) {
+		char expected[64];
+		snprintf(expected, sizeof expected, "milliseconds from %u to %u",
+			 SETTINGS_MIN_INTERVAL_MS, SETTINGS_MAX_INTERVAL_MS);
+		settings_warn_value(warn, "FASTTIME_INTERVAL_MS", interval, expected, "5000");
+	}
+}

@@ -1,0 +1,28 @@
+/* The FASTTIME_* environment variables, parsed without allocation. */
+#ifndef FASTTIME_SETTINGS_H
+#define FASTTIME_SETTINGS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define SETTINGS_DEFAULT_INTERVAL_MS 5000u
+#define SETTINGS_MIN_INTERVAL_MS 10u
+#define SETTINGS_MAX_INTERVAL_MS 3600000u
+
+struct settings {
+	bool disabled;          /* FASTTIME_DISABLE: pure pass-through */
+	bool relaxed;           /* FASTTIME_MODE=relaxed */
+	bool debug;             /* FASTTIME_DEBUG: calibration events on stderr */
+	uint32_t interval_ms;   /* FASTTIME_INTERVAL_MS */
+};
+
+/* Looks up one variable; secure_getenv in the library, a table in tests. */
+typedef const char *(*settings_lookup_fn)(const char *name);
+/* Receives one complete warning line, newline included. */
+typedef void (*settings_warn_fn)(const char *line);
+
+/* Fills settings from lookup; each value it cannot use gets one warning line
+ * and its default. */
+void settings_load(struct settings *settings, settings_lookup_fn lookup, settings_warn_fn warn);
+
+#endif

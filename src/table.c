@@ -1,0 +1,49 @@
+/* The writer's side of the per-CPU table. */
+#include "config.h"
+
+#include "table.h"
+
+#include <stdbool.h>
+
+struct table_record table_records[CPU_MAX_CPUS];
+struct table_shared table_shared;
+
+/* One 16-byte store as a lock cmpxchg16b loop: the only instruction that
+ * writes 16 bytes atomically on every x86-64 CPU that has it. */
+static void table_store16(struct table_record *record, uint64_t lo, uint64_t hi)
+{
+	uint64_t expected_lo = record->mult;
+	uint64_t expected_hi = record->offset;
+	bool swapped;
+
+	do {
+		__asm__ volatile("lock cmpxchg16b %1"
+				 : "=@ccz"(swapped), "+m"(*record), "+a"(expected_lo),
+				   "+d"(expected_hi)
+				 : "b"(lo), "c"(hi)
+				 : "memory");
+	} while (!swapped);
+}
+
+void table_publish(uint32_t cpu, struct calib_line line)
+{
+	if (cpu >= CPU_MAX_CPUS)
+		return;
+	table_store16(&table_records[cpu], line.mult, line.offset);
+}
+
+void table_withdraw(uint32_t cpu)
+{
+	if (cpu >= CPU_MAX_CPUS)
+		return;
+	table_store16(&table_records[cpu], 0, 0);
+}
+
+void table_set_validity(uint64_t valid_from_tsc, uint64_t valid_ticks)
+{
+	/* Narrow the window first so that no reader ever sees a window wider
+	 * than either the old or the new one. */
+	__atomic_store_n(&table_shared.valid_ticks, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&table_shared.valid_from_tsc, valid_from_tsc, __ATOMIC_RELEASE);
+	__atomic_store_n(&table_shared.valid_ticks, valid_ticks, __ATOMIC_RELEASE);
+}

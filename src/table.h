@@ -1,0 +1,62 @@
+/* Per-CPU lines, published by one writer and read without locks or writes.
+ *
+ * The writer swaps each 16-byte record with cmpxchg16b; readers load it with
+ * one aligned 16-byte SSE load, which is atomic on every CPU that has AVX
+ * (cpu_unusable_reason refuses the others). A locked cmpxchg16b would cost
+ * the reader more than libc's whole call. */
+#ifndef FASTTIME_TABLE_H
+#define FASTTIME_TABLE_H
+
+#include <emmintrin.h>
+#include <stdint.h>
+
+#include "calib.h"
+#include "cpu.h"
+
+struct table_record {
+	uint64_t mult;
+	uint64_t offset;
+} __attribute__((aligned(16)));
+
+/* Indexed by CPU id; untouched pages of it cost no memory. */
+extern struct table_record table_records[CPU_MAX_CPUS];
+
+/* Read-mostly facts shared by all CPUs, on their own cache line. */
+struct table_shared {
+	/* A reading is fresh when (tsc - valid_from_tsc) <= valid_ticks, as
+	 * unsigned: this catches both a stale table and a TSC that went back. */
+	uint64_t valid_from_tsc;
+	uint64_t valid_ticks;
+	/* CLOCK_REALTIME minus CLOCK_MONOTONIC, in ns, modulo 2^64. */
+	uint64_t realtime_offset_ns;
+	/* Which entry points answer from the TSC (see preload.h). */
+	uint32_t api_flags;
+} __attribute__((aligned(64)));
+
+extern struct table_shared table_shared;
+
+/* Publishes one CPU's line atomically. */
+void table_publish(uint32_t cpu, struct calib_line line);
+/* Makes readers on this CPU answer with libc. */
+void table_withdraw(uint32_t cpu);
+/* Makes every record stale at once (fork child before its refresh thread). */
+void table_set_validity(uint64_t valid_from_tsc, uint64_t valid_ticks);
+
+static inline struct calib_line table_load(uint32_t cpu)
+{
+	struct calib_line line;
+#if defined(__SANITIZE_THREAD__)
+	/* ThreadSanitizer cannot see that an aligned SSE load is atomic. */
+	unsigned __int128 v = __atomic_load_n((unsigned __int128 *)&table_records[cpu],
+					      __ATOMIC_RELAXED);
+	line.mult = (uint64_t)v;
+	line.offset = (uint64_t)(v >> 64);
+#else
+	__m128i v = _mm_load_si128((const __m128i *)&table_records[cpu]);
+	line.mult = (uint64_t)_mm_cvtsi128_si64(v);
+	line.offset = (uint64_t)_mm_cvtsi128_si64(_mm_unpackhi_epi64(v, v));
+#endif
+	return line;
+}
+
+#endif
