@@ -21,8 +21,9 @@
 
 /* api_flags bits: which entry points answer from the TSC, and how. */
 enum clock_api {
-	CLOCK_API_MONOTONIC = 1u << 0,   /* clock_gettime(CLOCK_MONOTONIC) */
-	CLOCK_API_REALTIME = 1u << 1,    /* clock_gettime(CLOCK_REALTIME) */
+	/* Bit n is clock id n, so the entry point tests (flags >> id) & 1. */
+	CLOCK_API_REALTIME = 1u << CLOCK_REALTIME,    /* clock_gettime(CLOCK_REALTIME) */
+	CLOCK_API_MONOTONIC = 1u << CLOCK_MONOTONIC,  /* clock_gettime(CLOCK_MONOTONIC) */
 	CLOCK_API_GETTIMEOFDAY = 1u << 2,
 	CLOCK_API_TIME = 1u << 3,
 	CLOCK_API_TIMESPEC_GET = 1u << 4,

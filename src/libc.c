@@ -61,58 +61,52 @@ time_t libc_syscall_time(time_t *t)
 	return (time_t)syscall(SYS_time, t);
 }
 
-/* Each libc_* below calls libc's function, resolving it first if needed. */
-int libc_clock_gettime(clockid_t id, struct timespec *ts)
+/* Each libc_unresolved_* resolves libc's function, then calls it; before
+ * resolution can succeed, it makes the system call itself. */
+int libc_unresolved_clock_gettime(clockid_t id, struct timespec *ts)
 {
-	int (*fn)(clockid_t, struct timespec *) = __atomic_load_n(&libc_time.clock_gettime,
-								   __ATOMIC_ACQUIRE);
-	if (__builtin_expect(fn == NULL, 0)) {
-		libc_resolve();
-		fn = __atomic_load_n(&libc_time.clock_gettime, __ATOMIC_ACQUIRE);
-		if (fn == NULL)
-			return libc_syscall_clock_gettime(id, ts);
-	}
+	int (*fn)(clockid_t, struct timespec *);
+
+	libc_resolve();
+	fn = __atomic_load_n(&libc_time.clock_gettime, __ATOMIC_ACQUIRE);
+	if (fn == NULL)
+		return libc_syscall_clock_gettime(id, ts);
 	return fn(id, ts);
 }
 
-int libc_gettimeofday(struct timeval *tv, void *tz)
+int libc_unresolved_gettimeofday(struct timeval *tv, void *tz)
 {
-	int (*fn)(struct timeval *, void *) = __atomic_load_n(&libc_time.gettimeofday,
-							       __ATOMIC_ACQUIRE);
-	if (__builtin_expect(fn == NULL, 0)) {
-		libc_resolve();
-		fn = __atomic_load_n(&libc_time.gettimeofday, __ATOMIC_ACQUIRE);
-		if (fn == NULL)
-			return libc_syscall_gettimeofday(tv, tz);
-	}
+	int (*fn)(struct timeval *, void *);
+
+	libc_resolve();
+	fn = __atomic_load_n(&libc_time.gettimeofday, __ATOMIC_ACQUIRE);
+	if (fn == NULL)
+		return libc_syscall_gettimeofday(tv, tz);
 	return fn(tv, tz);
 }
 
-time_t libc_time_now(time_t *t)
+time_t libc_unresolved_time(time_t *t)
 {
-	time_t (*fn)(time_t *) = __atomic_load_n(&libc_time.time, __ATOMIC_ACQUIRE);
-	if (__builtin_expect(fn == NULL, 0)) {
-		libc_resolve();
-		fn = __atomic_load_n(&libc_time.time, __ATOMIC_ACQUIRE);
-		if (fn == NULL)
-			return libc_syscall_time(t);
-	}
+	time_t (*fn)(time_t *);
+
+	libc_resolve();
+	fn = __atomic_load_n(&libc_time.time, __ATOMIC_ACQUIRE);
+	if (fn == NULL)
+		return libc_syscall_time(t);
 	return fn(t);
 }
 
-int libc_timespec_get(struct timespec *ts, int base)
+int libc_unresolved_timespec_get(struct timespec *ts, int base)
 {
-	int (*fn)(struct timespec *, int) = __atomic_load_n(&libc_time.timespec_get,
-							     __ATOMIC_ACQUIRE);
-	if (__builtin_expect(fn == NULL, 0)) {
-		libc_resolve();
-		fn = __atomic_load_n(&libc_time.timespec_get, __ATOMIC_ACQUIRE);
-		if (fn == NULL) {
-			/* C11: TIME_UTC is the only base; any other gives 0. */
-			if (base != TIME_UTC)
-				return 0;
-			return libc_syscall_clock_gettime(CLOCK_REALTIME, ts) == 0 ? base : 0;
-		}
+	int (*fn)(struct timespec *, int);
+
+	libc_resolve();
+	fn = __atomic_load_n(&libc_time.timespec_get, __ATOMIC_ACQUIRE);
+	if (fn == NULL) {
+		/* C11: TIME_UTC is the only base; any other gives 0. */
+		if (base != TIME_UTC)
+			return 0;
+		return libc_syscall_clock_gettime(CLOCK_REALTIME, ts) == 0 ? base : 0;
 	}
 	return fn(ts, base);
 }

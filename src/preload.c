@@ -64,20 +64,15 @@ __attribute__((constructor)) static void preload_init(void)
 	pthread_atfork(NULL, NULL, preload_after_fork_in_child);
 }
 
-/* The slow path shared by all entry points: start the refresh thread if it
- * is not running. */
-static inline void preload_wake(void)
-{
-	refresh_ensure_started();
-}
-
-/* libc's monotonic answer, never earlier than what this thread was given. */
-static int preload_libc_monotonic(struct timespec *ts)
+/* libc's monotonic answer, never earlier than what this thread was given
+ * from the TSC: used when a fast reading is not possible (a stale line, a
+ * CPU without one) after this thread has had fast ones. */
+static __attribute__((noinline)) int preload_libc_monotonic_clamped(struct timespec *ts)
 {
 	int rc = libc_clock_gettime(CLOCK_MONOTONIC, ts);
 	uint64_t ns, last = clock_thread.last_mono_ns;
 
-	if (rc != 0 || last == 0)
+	if (rc != 0)
 		return rc;
 	ns = (uint64_t)ts->tv_sec * CLOCK_NS_PER_SEC + (uint64_t)ts->tv_nsec;
 	if (ns < last) {
@@ -89,34 +84,50 @@ static int preload_libc_monotonic(struct timespec *ts)
 	return rc;
 }
 
-static __attribute__((noinline)) int preload_slow_clock_gettime(clockid_t id, struct timespec *ts)
+/* Everything the TSC does not answer: libc's own function, after making sure
+ * the refresh thread runs if this clock is one it could answer. Kept apart so that the pass-through path is a few
+ * instructions and a tail jump. */
+static __attribute__((noinline)) int preload_fallback_clock_gettime(clockid_t id,
+								    struct timespec *ts)
 {
-	preload_wake();
-	if (id == CLOCK_MONOTONIC && !preload_is_null(ts))
-		return preload_libc_monotonic(ts);
+	if ((unsigned)id > CLOCK_MONOTONIC)
+		return libc_clock_gettime(id, ts);
+	refresh_ensure_started();
+	if (id == CLOCK_MONOTONIC && clock_thread.last_mono_ns != 0 && !preload_is_null(ts))
+		return preload_libc_monotonic_clamped(ts);
 	return libc_clock_gettime(id, ts);
+}
+
+/* The accelerated clocks' fast path; falls back when the line is stale or
+ * the CPU has none. Out of line, so that entry points that pass through
+ * save no registers. */
+static __attribute__((noinline)) int preload_fast_clock_gettime(uint32_t flags, clockid_t id,
+								struct timespec *ts)
+{
+	if (id == CLOCK_MONOTONIC) {
+		if (clock_answer_monotonic(flags, ts))
+			return 0;
+	} else if (clock_answer_realtime(flags, ts)) {
+		return 0;
+	}
+	return preload_fallback_clock_gettime(id, ts);
 }
 
 PRELOAD_EXPORT int clock_gettime(clockid_t id, struct timespec *ts)
 {
 	uint32_t flags = __atomic_load_n(&table_shared.api_flags, __ATOMIC_RELAXED);
 
-	if (id == CLOCK_MONOTONIC) {
-		if ((flags & CLOCK_API_MONOTONIC) && !preload_is_null(ts) &&
-		    clock_answer_monotonic(flags, ts))
-			return 0;
-	} else if (id == CLOCK_REALTIME) {
-		if ((flags & CLOCK_API_REALTIME) && !preload_is_null(ts) &&
-		    clock_answer_realtime(flags, ts))
-			return 0;
-	}
-	return preload_slow_clock_gettime(id, ts);
+	if ((unsigned)id <= CLOCK_MONOTONIC && ((flags >> id) & 1) && !preload_is_null(ts))
+		return preload_fast_clock_gettime(flags, id, ts);
+	return preload_fallback_clock_gettime(id, ts);
 }
 
-static __attribute__((noinline)) int preload_slow_gettimeofday(struct timeval *tv, void *tz)
+static __attribute__((noinline)) int preload_fast_gettimeofday(uint32_t flags, struct timeval *tv)
 {
-	preload_wake();
-	return libc_gettimeofday(tv, tz);
+	if (clock_answer_timeval(flags, tv))
+		return 0;
+	refresh_ensure_started();
+	return libc_gettimeofday(tv, NULL);
 }
 
 PRELOAD_EXPORT int gettimeofday(struct timeval *tv, void *tz)
@@ -124,43 +135,49 @@ PRELOAD_EXPORT int gettimeofday(struct timeval *tv, void *tz)
 	uint32_t flags = __atomic_load_n(&table_shared.api_flags, __ATOMIC_RELAXED);
 
 	/* A timezone request is libc's business: answer it exactly. */
-	if ((flags & CLOCK_API_GETTIMEOFDAY) && tz == NULL && !preload_is_null(tv) &&
-	    clock_answer_timeval(flags, tv))
-		return 0;
-	return preload_slow_gettimeofday(tv, tz);
+	if ((flags & CLOCK_API_GETTIMEOFDAY) && tz == NULL && !preload_is_null(tv))
+		return preload_fast_gettimeofday(flags, tv);
+	refresh_ensure_started();
+	return libc_gettimeofday(tv, tz);
 }
 
-static __attribute__((noinline)) time_t preload_slow_time(time_t *t)
+static __attribute__((noinline)) time_t preload_fast_time(uint32_t flags, time_t *t)
 {
-	preload_wake();
+	time_t now;
+
+	if (clock_answer_seconds(flags, &now)) {
+		if (t != NULL)
+			*t = now;
+		return now;
+	}
+	refresh_ensure_started();
 	return libc_time_now(t);
 }
 
 PRELOAD_EXPORT time_t time(time_t *t)
 {
 	uint32_t flags = __atomic_load_n(&table_shared.api_flags, __ATOMIC_RELAXED);
-	time_t now;
 
-	if ((flags & CLOCK_API_TIME) && clock_answer_seconds(flags, &now)) {
-		if (t != NULL)
-			*t = now;
-		return now;
-	}
-	return preload_slow_time(t);
+	if (flags & CLOCK_API_TIME)
+		return preload_fast_time(flags, t);
+	refresh_ensure_started();
+	return libc_time_now(t);
 }
 
-static __attribute__((noinline)) int preload_slow_timespec_get(struct timespec *ts, int base)
+static __attribute__((noinline)) int preload_fast_timespec_get(uint32_t flags, struct timespec *ts)
 {
-	preload_wake();
-	return libc_timespec_get(ts, base);
+	if (clock_answer_realtime(flags, ts))
+		return TIME_UTC;
+	refresh_ensure_started();
+	return libc_timespec_get(ts, TIME_UTC);
 }
 
 PRELOAD_EXPORT int timespec_get(struct timespec *ts, int base)
 {
 	uint32_t flags = __atomic_load_n(&table_shared.api_flags, __ATOMIC_RELAXED);
 
-	if (base == TIME_UTC && (flags & CLOCK_API_TIMESPEC_GET) && !preload_is_null(ts) &&
-	    clock_answer_realtime(flags, ts))
-		return base;
-	return preload_slow_timespec_get(ts, base);
+	if (base == TIME_UTC && (flags & CLOCK_API_TIMESPEC_GET) && !preload_is_null(ts))
+		return preload_fast_timespec_get(flags, ts);
+	refresh_ensure_started();
+	return libc_timespec_get(ts, base);
 }

@@ -22,14 +22,7 @@ struct refresh_cpu refresh_cpus[CPU_MAX_CPUS];
 struct api_cost refresh_api_costs[API_CHOICE_COUNT];
 bool refresh_apis_chosen;
 
-enum refresh_state {
-	REFRESH_IDLE,      /* no thread yet */
-	REFRESH_STARTING,  /* one caller is creating it */
-	REFRESH_RUNNING,
-	REFRESH_OFF,       /* not wanted, not possible, or could not start */
-};
-
-static int refresh_state = REFRESH_OFF;
+int refresh_state = REFRESH_OFF;
 static uint64_t refresh_configured_interval_ns = SETTINGS_DEFAULT_INTERVAL_MS * 1000000ull;
 static uint32_t refresh_mode_flags;
 static bool refresh_in_round;
@@ -296,7 +289,7 @@ static void *refresh_main(void *unused)
 	return NULL;
 }
 
-void refresh_ensure_started(void)
+void refresh_start(void)
 {
 	int expected = REFRESH_IDLE;
 	pthread_attr_t attr;

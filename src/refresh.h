@@ -37,8 +37,23 @@ extern bool refresh_apis_chosen;
 
 /* Records the settings and CPU facts; cheap, called by the constructor. */
 void refresh_configure(const struct settings *settings, const struct cpu_facts *facts);
+enum refresh_state {
+	REFRESH_IDLE,      /* no thread yet: the next time call starts one */
+	REFRESH_STARTING,  /* one caller is creating it */
+	REFRESH_RUNNING,
+	REFRESH_OFF,       /* not wanted, not possible, or could not start */
+};
+extern int refresh_state;
+
 /* Starts the thread unless it runs, has failed or is not wanted. */
-void refresh_ensure_started(void);
+void refresh_start(void);
+
+/* The check every slow call makes: one load, and a call only the first time. */
+static inline void refresh_ensure_started(void)
+{
+	if (__builtin_expect(__atomic_load_n(&refresh_state, __ATOMIC_RELAXED) == REFRESH_IDLE, 0))
+		refresh_start();
+}
 /* In a fork child: the thread is gone; the next slow call starts another. */
 void refresh_after_fork_in_child(void);
 
