@@ -182,7 +182,8 @@ static void refresh_realtime_offset(void)
 		return;
 	current = clock_realtime_offset();
 	moved = (int64_t)(offset - current);
-	if (!refresh_realtime_known || moved > 1000 || moved < -1000) {
+	if (!refresh_realtime_known || moved > REFRESH_STEP_THRESHOLD_NS ||
+	    moved < -REFRESH_STEP_THRESHOLD_NS) {
 		__atomic_store_n(&table_shared.realtime_offset_ns, offset, __ATOMIC_RELEASE);
 		if (refresh_realtime_known)
 			debug_log("realtime clock was set: moved %+lld ns", (long long)moved);
@@ -266,6 +267,49 @@ static void refresh_sleep_until(uint64_t deadline_ns)
 		;
 }
 
+/* Whether CLOCK_REALTIME was set since the offset was published: one
+ * monotonic / realtime / monotonic sandwich, trusted only when narrow. */
+static bool refresh_realtime_was_set(void)
+{
+	struct calib_offset_sample sample;
+	uint64_t offset, width;
+	int64_t moved;
+
+	sample.mono_before = refresh_mono_ns();
+	sample.real = refresh_real_ns();
+	sample.mono_after = refresh_mono_ns();
+	if (!refresh_realtime_known || !calib_realtime_offset(&sample, 1, &offset, &width) ||
+	    width > REFRESH_STEP_THRESHOLD_NS)
+		return false;
+	moved = (int64_t)(offset - clock_realtime_offset());
+	return moved > REFRESH_STEP_THRESHOLD_NS || moved < -REFRESH_STEP_THRESHOLD_NS;
+}
+
+/* Sleeps until the monotonic deadline, or until the realtime clock is set. */
+static void refresh_wait(uint64_t deadline_ns)
+{
+	for (;;) {
+		uint64_t now = refresh_mono_ns(), step;
+		uint64_t wake;
+		struct timespec until;
+
+		if (now >= deadline_ns)
+			return;
+		step = deadline_ns - now < REFRESH_STEP_WATCH_NS ? deadline_ns - now
+								 : REFRESH_STEP_WATCH_NS;
+		/* An absolute CLOCK_REALTIME sleep ends early when the clock is
+		 * set forward: the kernel re-arms such timers on every step. */
+		wake = refresh_real_ns() + step;
+		until.tv_sec = (time_t)(wake / CLOCK_NS_PER_SEC);
+		until.tv_nsec = (long)(wake % CLOCK_NS_PER_SEC);
+		clock_nanosleep(CLOCK_REALTIME, TIMER_ABSTIME, &until, NULL);
+		if (refresh_realtime_was_set()) {
+			debug_log("realtime clock was set: refreshing now");
+			return;
+		}
+	}
+}
+
 static void *refresh_main(void *unused)
 {
 	const char *reason = refresh_check_kernel();
@@ -284,7 +328,7 @@ static void *refresh_main(void *unused)
 
 		if (refresh_round(next) > 0 && !refresh_apis_chosen)
 			refresh_choose_apis();
-		refresh_sleep_until(start + next);
+		refresh_wait(start + next);
 	}
 	return NULL;
 }

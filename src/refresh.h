@@ -18,6 +18,13 @@
 /* The first intervals are short, so that the fast path starts soon, and grow
  * fourfold until they reach the configured one. */
 #define REFRESH_FIRST_INTERVAL_NS 10000000ull
+/* Between rounds the thread sleeps on CLOCK_REALTIME in steps of at most
+ * this long: a forward step of the clock (or a resume from suspend, which
+ * moves CLOCK_REALTIME against CLOCK_MONOTONIC) ends the sleep at once, a
+ * backward step is seen at the next wake-up. No file descriptor is needed. */
+#define REFRESH_STEP_WATCH_NS 100000000ull
+/* CLOCK_REALTIME minus CLOCK_MONOTONIC moving by more than this is a step. */
+#define REFRESH_STEP_THRESHOLD_NS 1000
 
 /* What the refresh thread knows about one CPU, also shown by fasttime --info. */
 struct refresh_cpu {
