@@ -13,10 +13,12 @@ uint64_t clock_clamp_backwards(uint64_t ns)
 	return clock_thread.last_mono_ns;
 }
 
-void clock_second_refill(struct clock_second *second, uint64_t ns)
+/* The division the inline path avoids, once a second per thread; returns
+ * the new second. */
+int64_t clock_second_refill(struct clock_second *second, uint64_t ns)
 {
-	uint64_t sec = ns / CLOCK_NS_PER_SEC;
+	int64_t sec = (int64_t)(ns / CLOCK_NS_PER_SEC);
 
-	second->sec = (int64_t)sec;
-	second->start_ns = sec * CLOCK_NS_PER_SEC;
+	second->sec = sec;
+	return sec;
 }

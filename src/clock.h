@@ -31,9 +31,10 @@ enum clock_api {
 	CLOCK_MODE_RELAXED = 1u << 8,    /* rdtsc + rseq CPU id instead of rdtscp */
 };
 
-/* A cached second: tv_sec for any ns in [start_ns, start_ns + 1e9). */
+/* A cached second: tv_sec for any ns in [sec * 1e9, (sec + 1) * 1e9). One
+ * word, so that a signal handler's refill can never pair one second's start
+ * with another's number; the multiply is done before the counter is read. */
 struct clock_second {
-	uint64_t start_ns;
 	int64_t sec;
 };
 
@@ -50,7 +51,7 @@ extern __thread struct clock_thread_state clock_thread
 
 /* Out of line: the rare cases, kept off the inline path. */
 uint64_t clock_clamp_backwards(uint64_t ns);
-void clock_second_refill(struct clock_second *second, uint64_t ns);
+int64_t clock_second_refill(struct clock_second *second, uint64_t ns);
 
 static inline uint64_t clock_mulhi(uint64_t a, uint64_t b)
 {
@@ -131,13 +132,14 @@ static inline uint64_t clock_realtime_offset(void)
 static inline void clock_split(struct clock_second *second, uint64_t ns, int64_t *sec,
 			       uint64_t *rest_ns)
 {
-	uint64_t into = ns - second->start_ns;
+	int64_t cached = second->sec;
+	uint64_t into = ns - (uint64_t)cached * CLOCK_NS_PER_SEC;
 
 	if (__builtin_expect(into >= CLOCK_NS_PER_SEC, 0)) {
-		clock_second_refill(second, ns);
-		into = ns - second->start_ns;
+		cached = clock_second_refill(second, ns);
+		into = ns - (uint64_t)cached * CLOCK_NS_PER_SEC;
 	}
-	*sec = second->sec;
+	*sec = cached;
 	*rest_ns = into;
 }
 
