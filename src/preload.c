@@ -42,26 +42,24 @@ static void preload_after_fork_in_child(void)
 	refresh_after_fork_in_child();
 }
 
-/* Cheap facts only: no thread, no file descriptor, no waiting. */
+/* Cheap facts only: no thread, no file descriptor, no waiting, and no CPUID
+ * (under a hypervisor each one is a VM exit, paid by every process start).
+ * The refresh thread checks the processor and the kernel when it starts. */
 __attribute__((constructor)) static void preload_init(void)
 {
 	struct settings settings;
-	struct cpu_facts facts;
+	struct cpu_facts facts = { .rseq_registered = false };
 
 	libc_resolve();
 	settings_load(&settings, preload_getenv, debug_write_line);
 	debug_enabled = settings.debug;
-	cpu_probe_instructions(&facts);
-	if (settings.disabled) {
-		refresh_configure(&settings, &facts);
-		return;
+	if (!settings.disabled) {
+		facts.rseq_registered = cpu_rseq_init();
+		if (settings.relaxed && !facts.rseq_registered)
+			debug_log("relaxed mode needs glibc's rseq; reading with rdtscp instead");
+		pthread_atfork(NULL, NULL, preload_after_fork_in_child);
 	}
-	if (cpu_unusable_reason(&facts) != NULL)
-		debug_log("answering with libc: %s", cpu_unusable_reason(&facts));
-	if (settings.relaxed && !facts.rseq_registered)
-		debug_log("relaxed mode needs glibc's rseq; reading with rdtscp instead");
 	refresh_configure(&settings, &facts);
-	pthread_atfork(NULL, NULL, preload_after_fork_in_child);
 }
 
 /* libc's monotonic answer, never earlier than what this thread was given

@@ -51,7 +51,8 @@ void refresh_configure(const struct settings *settings, const struct cpu_facts *
 {
 	refresh_configured_interval_ns = (uint64_t)settings->interval_ms * 1000000ull;
 	refresh_mode_flags = settings->relaxed && facts->rseq_registered ? CLOCK_MODE_RELAXED : 0;
-	if (settings->disabled || cpu_unusable_reason(facts) != NULL)
+	/* The processor and the kernel are judged by the thread when it starts. */
+	if (settings->disabled)
 		__atomic_store_n(&refresh_state, REFRESH_OFF, __ATOMIC_RELEASE);
 	else
 		__atomic_store_n(&refresh_state, REFRESH_IDLE, __ATOMIC_RELEASE);

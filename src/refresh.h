@@ -42,7 +42,8 @@ extern struct refresh_cpu refresh_cpus[CPU_MAX_CPUS];
 extern struct api_cost refresh_api_costs[API_CHOICE_COUNT];
 extern bool refresh_apis_chosen;
 
-/* Records the settings and CPU facts; cheap, called by the constructor. */
+/* Records the settings and whether rseq is registered; cheap, called by the
+ * constructor. */
 void refresh_configure(const struct settings *settings, const struct cpu_facts *facts);
 enum refresh_state {
 	REFRESH_IDLE,      /* no thread yet: the next time call starts one */
