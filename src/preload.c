@@ -158,7 +158,9 @@ PRELOAD_EXPORT time_t time(time_t *t)
 
 	if (flags & CLOCK_API_TIME)
 		return preload_fast_time(flags, t);
-	refresh_ensure_started();
+	/* No thread start from here: libc answers time() from the vDSO's
+	 * coarse clock, cheaper than any TSC read, so a program that only
+	 * calls time() gains nothing from one. */
 	return libc_time_now(t);
 }
 
