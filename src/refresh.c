@@ -327,6 +327,16 @@ static void *refresh_main(void *unused)
 		uint64_t start = refresh_mono_ns();
 		uint64_t next = refresh_interval_after(round, refresh_configured_interval_ns);
 
+		/* The kernel's watchdog may drop the TSC at any time (a VM
+		 * migrated to a host whose TSC disagrees): from then on libc. */
+		reason = round == 0 ? NULL : refresh_check_kernel();
+		if (reason != NULL) {
+			__atomic_store_n(&table_shared.api_flags, 0, __ATOMIC_RELEASE);
+			table_set_validity(0, 0);
+			debug_log("answering with libc from now on: %s", reason);
+			__atomic_store_n(&refresh_state, REFRESH_OFF, __ATOMIC_RELEASE);
+			return NULL;
+		}
 		if (refresh_round(next) > 0 && !refresh_apis_chosen)
 			refresh_choose_apis();
 		refresh_wait(start + next);
