@@ -153,7 +153,6 @@ static inline void clock_to_timespec(struct clock_second *second, uint64_t ns, s
 	ts->tv_nsec = (long)rest;
 }
 
-#endif
 
 /* The answers each entry point gives; false means "ask libc". */
 static inline bool clock_answer_monotonic(uint32_t flags, struct timespec *ts)
@@ -203,3 +202,5 @@ static inline bool clock_answer_seconds(uint32_t flags, time_t *sec_out)
 	*sec_out = (time_t)sec;
 	return true;
 }
+
+#endif

@@ -25,6 +25,8 @@ static void *libc_lookup(const char *name)
 
 void libc_resolve(void)
 {
+	int saved_errno = errno;
+
 	if (libc_resolving)
 		return;
 	libc_resolving = true;
@@ -44,6 +46,8 @@ void libc_resolve(void)
 				 (int (*)(struct timespec *, int))libc_lookup("timespec_get"),
 				 __ATOMIC_RELEASE);
 	libc_resolving = false;
+	/* The lookup's own errors are none of the caller's business. */
+	errno = saved_errno;
 }
 
 int libc_syscall_clock_gettime(clockid_t id, struct timespec *ts)

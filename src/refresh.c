@@ -12,6 +12,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/prctl.h>
 
 #include "clock.h"
 #include "debug.h"
@@ -25,6 +26,7 @@ bool refresh_apis_chosen;
 int refresh_state = REFRESH_OFF;
 static uint64_t refresh_configured_interval_ns = SETTINGS_DEFAULT_INTERVAL_MS * 1000000ull;
 static uint32_t refresh_mode_flags;
+static bool refresh_force_fast;
 static bool refresh_in_round;
 static bool refresh_realtime_known;
 
@@ -51,6 +53,7 @@ void refresh_configure(const struct settings *settings, const struct cpu_facts *
 {
 	refresh_configured_interval_ns = (uint64_t)settings->interval_ms * 1000000ull;
 	refresh_mode_flags = settings->relaxed && facts->rseq_registered ? CLOCK_MODE_RELAXED : 0;
+	refresh_force_fast = settings->force;
 	/* The processor and the kernel are judged by the thread when it starts. */
 	if (settings->disabled)
 		__atomic_store_n(&refresh_state, REFRESH_OFF, __ATOMIC_RELEASE);
@@ -238,6 +241,9 @@ static void refresh_choose_apis(void)
 {
 	uint32_t chosen = api_choice_measure(refresh_mode_flags, refresh_api_costs);
 
+	if (refresh_force_fast)
+		chosen = CLOCK_API_ALL;
+
 	refresh_apis_chosen = true;
 	for (unsigned a = 0; a < API_CHOICE_COUNT; a++)
 		debug_log("%s: libc %.1f ns, fasttime %.1f ns: %s", refresh_api_costs[a].name,
@@ -313,8 +319,13 @@ static void refresh_wait(uint64_t deadline_ns)
 
 static void *refresh_main(void *unused)
 {
-	const char *reason = refresh_check_kernel();
+	const char *reason;
 	(void)unused;
+
+	/* Named from inside: pthread_setname_np on another thread opens a file
+	 * in /proc from the caller's thread, which must not see a descriptor. */
+	prctl(PR_SET_NAME, "fasttime", 0, 0, 0);
+	reason = refresh_check_kernel();
 
 	if (reason != NULL || !refresh_read_affinity()) {
 		debug_log("not starting: %s", reason != NULL ? reason : "no CPU affinity");
@@ -346,6 +357,7 @@ static void *refresh_main(void *unused)
 
 void refresh_start(void)
 {
+	int saved_errno = errno;
 	int expected = REFRESH_IDLE;
 	pthread_attr_t attr;
 	pthread_t thread;
@@ -371,10 +383,11 @@ void refresh_start(void)
 		debug_log("cannot start the refresh thread (%s); answering with libc",
 			  strerror(created));
 		__atomic_store_n(&refresh_state, REFRESH_OFF, __ATOMIC_RELEASE);
-		return;
+	} else {
+		__atomic_store_n(&refresh_state, REFRESH_RUNNING, __ATOMIC_RELEASE);
 	}
-	pthread_setname_np(thread, "fasttime");
-	__atomic_store_n(&refresh_state, REFRESH_RUNNING, __ATOMIC_RELEASE);
+	/* The caller asked for the time, not for our bookkeeping. */
+	errno = saved_errno;
 }
 
 void refresh_after_fork_in_child(void)

@@ -83,6 +83,7 @@ void settings_load(struct settings *settings, settings_lookup_fn lookup, setting
 
 	settings->disabled = settings_bool(lookup, warn, "FASTTIME_DISABLE");
 	settings->debug = settings_bool(lookup, warn, "FASTTIME_DEBUG");
+	settings->force = settings_bool(lookup, warn, "FASTTIME_FORCE");
 
 	settings->relaxed = false;
 	mode = lookup("FASTTIME_MODE");

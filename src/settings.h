@@ -13,6 +13,7 @@ struct settings {
 	bool disabled;          /* FASTTIME_DISABLE: pure pass-through */
 	bool relaxed;           /* FASTTIME_MODE=relaxed */
 	bool debug;             /* FASTTIME_DEBUG: calibration events on stderr */
+	bool force;             /* FASTTIME_FORCE: the TSC even where libc measured faster */
 	uint32_t interval_ms;   /* FASTTIME_INTERVAL_MS */
 };
 
