@@ -98,8 +98,14 @@ enum calib_outcome calib_cpu_update(struct calib_cpu *cpu, const struct calib_sa
 	}
 
 	measured = calib_mult_from(sample->ns - cpu->anchor.ns, sample->tsc - cpu->anchor.tsc);
-	if (measured == 0)
-		return CALIB_REJECTED;
+	if (measured == 0) {
+		/* More nanoseconds than ticks since the anchor: the kernel's
+		 * clock jumped ahead (or the TSC is slower than 1 GHz, and no
+		 * line ever forms). */
+		if (!have_line)
+			return CALIB_REJECTED;
+		return calib_cpu_step(cpu, sample);
+	}
 
 	if (!have_line) {
 		cpu->slope_mult = measured;
@@ -109,21 +115,22 @@ enum calib_outcome calib_cpu_update(struct calib_cpu *cpu, const struct calib_sa
 		return CALIB_FIRST_LINE;
 	}
 
-	/* The two clocks did not advance together since the anchor: keep the
-	 * slope we trust and restart the line at this sample. */
-	if (calib_relative_ppm(measured, cpu->slope_mult) > CALIB_MAX_SLOPE_CHANGE_PPM)
-		return calib_cpu_step(cpu, sample);
-	cpu->slope_mult = measured;
-	cpu->anchor = *sample;
-
 	predicted = calib_line_eval(cpu->line, sample->tsc);
 	error = (int64_t)(sample->ns - predicted);
 	cpu->last_error_ns = error;
+
+	/* The two clocks did not advance together since the anchor: keep the
+	 * slope we trust and restart the line at this sample. The measured
+	 * slope contains the jump, so it must not be kept. */
+	if (calib_relative_ppm(measured, cpu->slope_mult) > CALIB_MAX_SLOPE_CHANGE_PPM)
+		return calib_cpu_step(cpu, sample);
 
 	/* Too large to pay back at a bounded slew rate over the next interval. */
 	if ((uint64_t)(error < 0 ? -error : error) >
 	    next_interval_ns / 1000000u * CALIB_MAX_SLEW_PPM)
 		return calib_cpu_step(cpu, sample);
+	cpu->slope_mult = measured;
+	cpu->anchor = *sample;
 
 	/* Continue from where readers are now, aiming at the kernel's clock one
 	 * interval ahead: slope = measured + error / next_ticks. */

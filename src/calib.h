@@ -39,7 +39,7 @@ enum calib_outcome {
 	CALIB_FIRST_LINE,  /* a line exists for the first time */
 	CALIB_CONTINUED,   /* the line continues, bent to absorb the error */
 	CALIB_STEPPED,     /* the error was too large to absorb: the line jumps */
-	CALIB_REJECTED,    /* the sample was unusable; nothing changed */
+	CALIB_REJECTED,    /* the sample was unusable; the line and anchor are unchanged */
 };
 
 /* The largest rate at which an error is paid back, in parts per million:

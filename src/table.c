@@ -12,6 +12,12 @@ struct table_shared table_shared;
  * writes 16 bytes atomically on every x86-64 CPU that has it. */
 static void table_store16(struct table_record *record, uint64_t lo, uint64_t hi)
 {
+#if defined(__SANITIZE_THREAD__)
+	/* ThreadSanitizer runs 16-byte atomics under its own lock: the reader
+	 * uses them in its builds, so the writer must too. */
+	unsigned __int128 value = (unsigned __int128)hi << 64 | lo;
+	__atomic_store_n((unsigned __int128 *)record, value, __ATOMIC_RELEASE);
+#else
 	uint64_t expected_lo = record->mult;
 	uint64_t expected_hi = record->offset;
 	bool swapped;
@@ -23,6 +29,7 @@ static void table_store16(struct table_record *record, uint64_t lo, uint64_t hi)
 				 : "b"(lo), "c"(hi)
 				 : "memory");
 	} while (!swapped);
+#endif
 }
 
 void table_publish(uint32_t cpu, struct calib_line line)

@@ -46,13 +46,18 @@ static inline struct calib_line table_load(uint32_t cpu)
 {
 	struct calib_line line;
 #if defined(__SANITIZE_THREAD__)
-	/* ThreadSanitizer cannot see that an aligned SSE load is atomic. */
+	/* ThreadSanitizer cannot see that an aligned SSE load is atomic; in
+	 * its builds both sides use its 16-byte atomics (see table.c). */
 	unsigned __int128 v = __atomic_load_n((unsigned __int128 *)&table_records[cpu],
 					      __ATOMIC_RELAXED);
 	line.mult = (uint64_t)v;
 	line.offset = (uint64_t)(v >> 64);
 #else
-	__m128i v = _mm_load_si128((const __m128i *)&table_records[cpu]);
+	__m128i v;
+
+	/* One movdqa, written out: as a plain intrinsic the compiler may split
+	 * the load into two 8-byte moves, which can tear. */
+	__asm__ volatile("movdqa %1, %0" : "=x"(v) : "m"(table_records[cpu]));
 	line.mult = (uint64_t)_mm_cvtsi128_si64(v);
 	line.offset = (uint64_t)_mm_cvtsi128_si64(_mm_unpackhi_epi64(v, v));
 #endif
