@@ -1,0 +1,743 @@
+/* The calibration arithmetic against a fake TSC and a fake kernel clock. Both
+ * are exact integer models, so every expectation is computed, never measured. */
+#include "config.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "calib.h"
+#include "unit.h"
+
+#define NS_PER_SEC  1000000000ull
+#define INTERVAL_NS (5 * NS_PER_SEC)
+/* What rounding may add at one sample: the fake clock's floor, the line's
+ * floor, the one-nanosecond grain of a sample and of the bend. */
+#define ROUNDING_NS 4
+/* Noise on the midpoint of a sandwich in the noise test. */
+#define NOISE_NS 20
+
+/* A kernel clock driven by a fake TSC running at hz ticks per second. The
+ * current segment starts at (seg_tsc, seg_ns); within it the kernel advances
+ * (1e9 + ppb) / hz ns per tick. A change of rate or a jump starts a segment. */
+struct fake_clock {
+	uint64_t hz;
+	uint64_t tsc;
+	uint64_t seg_tsc;
+	uint64_t seg_ns;
+	int64_t ppb;
+};
+
+static const uint64_t calib_test_hz[] = {2000000000ull, 2600000000ull, 3700000000ull};
+/* 3 TSC rates x 3 TSC starts x 2 kernel starts, for loop tests. */
+#define CALIB_CASES 18
+
+/* Sets up case index for a run of at most horizon_s seconds: the TSC starts
+ * at 0, near 2^40 or so that it ends a few seconds short of 2^64; the kernel
+ * starts near 0 or so that it crosses 2^63 halfway. */
+static void fake_init(struct fake_clock *fake, int index, uint64_t horizon_s)
+{
+	memset(fake, 0, sizeof *fake);
+	fake->hz = calib_test_hz[index % 3];
+	switch ((index / 3) % 3) {
+	case 0: fake->tsc = 0; break;
+	case 1: fake->tsc = (1ull << 40) + 123457; break;
+	default: fake->tsc = UINT64_MAX - (horizon_s + 3) * fake->hz; break;
+	}
+	fake->seg_tsc = fake->tsc;
+	fake->seg_ns = index / 9 == 0 ? 1000 : (1ull << 63) - horizon_s / 2 * NS_PER_SEC;
+}
+
+/* The kernel clock at tsc, which must lie in the current segment. */
+static uint64_t fake_kernel_at(const struct fake_clock *fake, uint64_t tsc)
+{
+	unsigned __int128 ticks = tsc - fake->seg_tsc;
+	uint64_t rate = (uint64_t)((int64_t)NS_PER_SEC + fake->ppb);
+
+	return fake->seg_ns + (uint64_t)(ticks * rate / fake->hz);
+}
+
+static uint64_t fake_now(const struct fake_clock *fake)
+{
+	return fake_kernel_at(fake, fake->tsc);
+}
+
+/* Lets the kernel clock advance by ns at the current rate. */
+static void fake_advance(struct fake_clock *fake, uint64_t ns)
+{
+	unsigned __int128 ticks = (unsigned __int128)ns * fake->hz;
+	uint64_t rate = (uint64_t)((int64_t)NS_PER_SEC + fake->ppb);
+	uint64_t dticks = (uint64_t)(ticks / rate);
+
+	ck_assert_msg(fake->tsc + dticks > fake->tsc, "the test's TSC wrapped: horizon too short");
+	fake->tsc += dticks;
+}
+
+/* The kernel clock runs ppb parts per billion fast from now on (NTP slewing). */
+static void fake_set_ppb(struct fake_clock *fake, int64_t ppb)
+{
+	fake->seg_ns = fake_now(fake);
+	fake->seg_tsc = fake->tsc;
+	fake->ppb = ppb;
+}
+
+/* The kernel clock jumps ahead by ns while the TSC stands still. */
+static void fake_jump_kernel(struct fake_clock *fake, uint64_t ns)
+{
+	fake->seg_ns = fake_now(fake) + ns;
+	fake->seg_tsc = fake->tsc;
+}
+
+/* The TSC jumps ahead by ticks while the kernel clock stands still (a resume). */
+static void fake_jump_tsc(struct fake_clock *fake, uint64_t ticks)
+{
+	fake->seg_ns = fake_now(fake);
+	fake->tsc += ticks;
+	fake->seg_tsc = fake->tsc;
+}
+
+/* The TSC restarts from tsc while the kernel clock carries on (a reset). */
+static void fake_reset_tsc(struct fake_clock *fake, uint64_t tsc)
+{
+	fake->seg_ns = fake_now(fake);
+	fake->tsc = tsc;
+	fake->seg_tsc = tsc;
+}
+
+/* A sandwich taken now whose midpoint is off by noise_ns. */
+static struct calib_sample fake_sample(const struct fake_clock *fake, int64_t noise_ns,
+				       uint64_t width_ns)
+{
+	struct calib_sample sample = {
+	    .tsc = fake->tsc,
+	    .ns = fake_now(fake) + (uint64_t)noise_ns,
+	    .width_ns = width_ns,
+	};
+	return sample;
+}
+
+/* The mult that describes the kernel's current rate exactly, rounded down. */
+static uint64_t fake_ideal_mult(const struct fake_clock *fake)
+{
+	uint64_t rate = (uint64_t)((int64_t)NS_PER_SEC + fake->ppb);
+
+	return (uint64_t)(((unsigned __int128)rate << 64) / fake->hz);
+}
+
+/* The line minus the kernel clock, now. */
+static int64_t fake_line_error(const struct fake_clock *fake, struct calib_line line)
+{
+	return (int64_t)(calib_line_eval(line, fake->tsc) - fake_now(fake));
+}
+
+static bool calib_within_ppb(uint64_t mult, uint64_t ideal, uint64_t ppb)
+{
+	uint64_t diff = mult > ideal ? mult - ideal : ideal - mult;
+
+	return (unsigned __int128)diff * NS_PER_SEC <= (unsigned __int128)ideal * ppb;
+}
+
+static uint64_t calib_abs(int64_t v)
+{
+	return v < 0 ? -(uint64_t)v : (uint64_t)v;
+}
+
+/* A deterministic generator for the noise: splitmix64. */
+static uint64_t calib_random(uint64_t *state)
+{
+	uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+/* Updates cpu with sample, checking what every outcome promises: a continued
+ * line meets the old one at the sample (no jump, no step back across it); a
+ * rejected sample changes nothing; a stepped line passes through the sample. */
+static enum calib_outcome calib_update_checked(struct calib_cpu *cpu,
+					       const struct calib_sample *sample, uint64_t hz)
+{
+	struct calib_cpu before;
+	enum calib_outcome outcome;
+
+	memcpy(&before, cpu, sizeof before);
+	outcome = calib_cpu_update(cpu, sample, INTERVAL_NS);
+	switch (outcome) {
+	case CALIB_CONTINUED: {
+		static const uint64_t steps[] = {1, 1000};
+		uint64_t old_ns = calib_line_eval(before.line, sample->tsc);
+		uint64_t new_ns = calib_line_eval(cpu->line, sample->tsc);
+
+		ck_assert_msg(calib_abs((int64_t)(new_ns - old_ns)) <= 1,
+			      "the line jumped by %lld ns at tsc %llu",
+			      (long long)(new_ns - old_ns), (unsigned long long)sample->tsc);
+		for (unsigned i = 0; i < 3; i++) {
+			uint64_t d = i < 2 ? steps[i] : hz / 1000;
+			uint64_t just_before = calib_line_eval(before.line, sample->tsc - d);
+			uint64_t just_after = calib_line_eval(cpu->line, sample->tsc + d);
+
+			ck_assert_msg((int64_t)(just_after - just_before) >= 0,
+				      "time went back across the switch by %lld ns",
+				      (long long)(just_before - just_after));
+		}
+		break;
+	}
+	case CALIB_REJECTED:
+		ck_assert_msg(memcmp(&before, cpu, sizeof before) == 0,
+			      "a rejected sample changed the state");
+		break;
+	case CALIB_STEPPED:
+	case CALIB_FIRST_LINE:
+		ck_assert_uint_eq(calib_line_eval(cpu->line, sample->tsc), sample->ns);
+		break;
+	case CALIB_NEED_MORE: ck_assert_uint_eq(cpu->line.mult, 0); break;
+	}
+	return outcome;
+}
+
+/* Takes the first two samples of a run, INTERVAL_NS apart, noise-free. */
+static void calib_start(struct calib_cpu *cpu, struct fake_clock *fake)
+{
+	struct calib_sample sample;
+
+	calib_cpu_reset(cpu);
+	sample = fake_sample(fake, 0, 30);
+	ck_assert_int_eq(calib_update_checked(cpu, &sample, fake->hz), CALIB_NEED_MORE);
+	fake_advance(fake, INTERVAL_NS);
+	sample = fake_sample(fake, 0, 30);
+	ck_assert_int_eq(calib_update_checked(cpu, &sample, fake->hz), CALIB_FIRST_LINE);
+}
+
+/* The first sample only anchors; the second gives a line whose slope is right to 1 ppb. */
+START_TEST(test_calib_first_line)
+{
+	struct fake_clock fake;
+	struct calib_cpu cpu;
+	struct calib_sample first, second;
+
+	fake_init(&fake, _i, 10);
+	calib_cpu_reset(&cpu);
+	first = fake_sample(&fake, 0, 29);
+	ck_assert_int_eq(calib_cpu_update(&cpu, &first, INTERVAL_NS), CALIB_NEED_MORE);
+	ck_assert(cpu.has_anchor);
+	ck_assert_uint_eq(cpu.line.mult, 0);
+
+	fake_advance(&fake, INTERVAL_NS);
+	second = fake_sample(&fake, 0, 31);
+	ck_assert_int_eq(calib_cpu_update(&cpu, &second, INTERVAL_NS), CALIB_FIRST_LINE);
+	ck_assert_msg(calib_within_ppb(cpu.line.mult, fake_ideal_mult(&fake), 1),
+		      "slope %llx, expected %llx", (unsigned long long)cpu.line.mult,
+		      (unsigned long long)fake_ideal_mult(&fake));
+	ck_assert_uint_eq(cpu.slope_mult, cpu.line.mult);
+	ck_assert_uint_eq(calib_line_eval(cpu.line, second.tsc), second.ns);
+	ck_assert_uint_le(calib_abs((int64_t)(calib_line_eval(cpu.line, first.tsc) - first.ns)),
+			  ROUNDING_NS);
+	ck_assert_int_eq(cpu.last_error_ns, 0);
+	ck_assert_uint_eq(cpu.narrowest_width_ns, 29);
+}
+END_TEST
+
+/* Noise-free samples at a steady rate leave no error and keep the slope. */
+START_TEST(test_calib_steady)
+{
+	struct fake_clock fake;
+	struct calib_cpu cpu;
+
+	fake_init(&fake, _i, 60);
+	fake_set_ppb(&fake, 12345);
+	calib_start(&cpu, &fake);
+	for (unsigned k = 0; k < 10; k++) {
+		struct calib_sample sample;
+
+		fake_advance(&fake, INTERVAL_NS / 2);
+		ck_assert_uint_le(calib_abs(fake_line_error(&fake, cpu.line)), ROUNDING_NS);
+		fake_advance(&fake, INTERVAL_NS / 2);
+		sample = fake_sample(&fake, 0, 30);
+		ck_assert_int_eq(calib_update_checked(&cpu, &sample, fake.hz), CALIB_CONTINUED);
+		ck_assert_uint_le(calib_abs(cpu.last_error_ns), ROUNDING_NS);
+		ck_assert(calib_within_ppb(cpu.slope_mult, fake_ideal_mult(&fake), 1));
+	}
+}
+END_TEST
+
+/* The kernel's rate as NTP slews it, one entry per interval: the rate changes
+ * at the interval's start or at its middle. */
+struct calib_slew {
+	int64_t ppb;
+	bool at_middle;
+};
+
+/* clang-format off */
+static const struct calib_slew calib_slews[] = {
+	{ 0, false }, { 0, false }, { 0, false },
+	{ 100000, true }, { 100000, false }, { 100000, false }, { 100000, false }, { 100000, false },
+	{ -100000, false }, { -100000, false }, { -100000, false }, { -100000, false },
+	{ 0, true }, { 0, false }, { 0, false }, { 0, false },
+	{ 37000, false }, { 37000, false }, { 37000, false }, { 37000, false },
+};
+/* clang-format on */
+#define CALIB_SLEW_COUNT (sizeof calib_slews / sizeof calib_slews[0])
+/* The largest error the schedule can cause: 200 ppm over one interval. */
+#define CALIB_SLEW_BOUND_NS (INTERVAL_NS / 5000u * 1001u / 1000u + ROUNDING_NS)
+
+/* When the kernel's rate changes by 100 ppm the line follows without a step:
+ * the error appears with the right sign and size, never grows while the rate
+ * holds, and is gone once a whole interval has run at the new rate. */
+START_TEST(test_calib_frequency_error)
+{
+	struct fake_clock fake;
+	struct calib_cpu cpu;
+	int64_t rate_before = 0;
+	uint64_t previous_error = 0;
+	bool previous_uniform = true;
+
+	fake_init(&fake, _i, 10 + CALIB_SLEW_COUNT * 5);
+	calib_start(&cpu, &fake);
+	for (unsigned k = 0; k < CALIB_SLEW_COUNT; k++) {
+		const struct calib_slew *slew = &calib_slews[k];
+		bool changed = slew->ppb != rate_before;
+		uint64_t at_new_rate = slew->at_middle ? INTERVAL_NS / 2 : INTERVAL_NS;
+		struct calib_sample sample;
+		uint64_t error;
+
+		for (unsigned q = 0; q < 4; q++) {
+			if (q == (slew->at_middle ? 2u : 0u))
+				fake_set_ppb(&fake, slew->ppb);
+			fake_advance(&fake, INTERVAL_NS / 4);
+			ck_assert_uint_le(calib_abs(fake_line_error(&fake, cpu.line)),
+					  CALIB_SLEW_BOUND_NS);
+		}
+		sample = fake_sample(&fake, 0, 30);
+		ck_assert_int_eq(calib_update_checked(&cpu, &sample, fake.hz), CALIB_CONTINUED);
+		error = calib_abs(cpu.last_error_ns);
+		ck_assert_uint_le(error, CALIB_SLEW_BOUND_NS);
+		if (changed) {
+			/* Kernel ahead of the line when it speeds up, behind when it slows. */
+			int64_t expected =
+			    (int64_t)at_new_rate / 1000 * (slew->ppb - rate_before) / 1000000;
+
+			ck_assert_msg((cpu.last_error_ns > 0) == (expected > 0),
+				      "error %lld ns, expected about %lld",
+				      (long long)cpu.last_error_ns, (long long)expected);
+			ck_assert_uint_le(calib_abs(cpu.last_error_ns - expected),
+					  calib_abs(expected) / 100 + ROUNDING_NS);
+		} else {
+			ck_assert_uint_le(error,
+					  previous_error + previous_error / 1000 + ROUNDING_NS);
+			if (previous_uniform)
+				ck_assert_uint_le(error, ROUNDING_NS);
+		}
+		previous_uniform = !(changed && slew->at_middle);
+		previous_error = error;
+		rate_before = slew->ppb;
+	}
+	ck_assert_uint_le(previous_error, ROUNDING_NS);
+	ck_assert(calib_within_ppb(cpu.slope_mult, fake_ideal_mult(&fake), 1));
+}
+END_TEST
+
+/* Through noise, slews and both signs of error, every refresh continues the
+ * line exactly where readers are, so time never jumps or goes back. */
+START_TEST(test_calib_continuity)
+{
+	struct fake_clock fake;
+	struct calib_cpu cpu;
+	uint64_t seed = 0x5eed0000u + (uint64_t)_i;
+	unsigned continued = 0;
+
+	fake_init(&fake, _i, 10 + 60 * 5);
+	calib_start(&cpu, &fake);
+	for (unsigned k = 0; k < 60; k++) {
+		int64_t noise = (int64_t)(calib_random(&seed) % 2001) - 1000;
+		struct calib_sample sample;
+
+		if (k % 7 == 3)
+			fake_set_ppb(&fake, (int64_t)(calib_random(&seed) % 400001) - 200000);
+		fake_advance(&fake, INTERVAL_NS - 1000 + calib_random(&seed) % 2001);
+		sample = fake_sample(&fake, noise, 40);
+		if (calib_update_checked(&cpu, &sample, fake.hz) == CALIB_CONTINUED)
+			continued++;
+	}
+	/* The continuity checks above ran on (nearly) every sample. */
+	ck_assert_uint_ge(continued, 55);
+}
+END_TEST
+
+/* With +-20 ns of noise on each midpoint, the line stays within 3 x 20 ns of
+ * the true clock at every sample and between them: the slope takes two noise
+ * values and the bend one, L(k+1) = 2 e(k) - e(k-1), and the error between
+ * two samples is linear. */
+START_TEST(test_calib_noise)
+{
+	struct fake_clock fake;
+	struct calib_cpu cpu;
+	uint64_t seed = 0xfeedu + (uint64_t)_i;
+	uint64_t worst = 0;
+	const uint64_t bound = 3 * NOISE_NS + ROUNDING_NS + 2;
+
+	fake_init(&fake, _i, 10 + 200 * 5);
+	fake_set_ppb(&fake, -23000);
+	calib_start(&cpu, &fake);
+	for (unsigned k = 0; k < 200; k++) {
+		int64_t noise = (int64_t)(calib_random(&seed) % (2 * NOISE_NS + 1)) - NOISE_NS;
+		struct calib_sample sample;
+
+		for (unsigned q = 0; q < 4; q++) {
+			uint64_t error;
+
+			fake_advance(&fake, INTERVAL_NS / 4);
+			error = calib_abs(fake_line_error(&fake, cpu.line));
+			ck_assert_uint_le(error, bound);
+			worst = error > worst ? error : worst;
+		}
+		sample = fake_sample(&fake, noise, 2 * NOISE_NS);
+		ck_assert_int_eq(calib_update_checked(&cpu, &sample, fake.hz), CALIB_CONTINUED);
+	}
+	/* The noise was there to be absorbed: the line did not stay exact. */
+	ck_assert_uint_gt(worst, NOISE_NS / 2);
+	/* Two noise values over one interval: at most 2 x 20 ns / 5 s = 8 ppb. */
+	ck_assert(calib_within_ppb(cpu.slope_mult, fake_ideal_mult(&fake), 10));
+}
+END_TEST
+
+/* A sandwich wider than CALIB_MAX_WIDTH_NS is rejected and leaves no trace,
+ * whatever it says; one exactly that wide is used. */
+START_TEST(test_calib_outlier)
+{
+	struct fake_clock fake;
+	struct calib_cpu cpu;
+	struct calib_sample sample;
+
+	fake_init(&fake, _i, 40);
+	calib_cpu_reset(&cpu);
+	sample = fake_sample(&fake, 0, CALIB_MAX_WIDTH_NS + 1);
+	ck_assert_int_eq(calib_update_checked(&cpu, &sample, fake.hz), CALIB_REJECTED);
+	ck_assert(!cpu.has_anchor);
+	calib_start(&cpu, &fake);
+
+	fake_advance(&fake, INTERVAL_NS);
+	sample = fake_sample(&fake, 1000000, CALIB_MAX_WIDTH_NS + 1);
+	ck_assert_int_eq(calib_update_checked(&cpu, &sample, fake.hz), CALIB_REJECTED);
+	sample = fake_sample(&fake, 0, UINT64_MAX);
+	ck_assert_int_eq(calib_update_checked(&cpu, &sample, fake.hz), CALIB_REJECTED);
+	ck_assert_uint_eq(cpu.narrowest_width_ns, 30);
+
+	fake_advance(&fake, INTERVAL_NS);
+	sample = fake_sample(&fake, 0, CALIB_MAX_WIDTH_NS);
+	ck_assert_int_eq(calib_update_checked(&cpu, &sample, fake.hz), CALIB_CONTINUED);
+	ck_assert_uint_le(calib_abs(cpu.last_error_ns), ROUNDING_NS);
+	ck_assert(calib_within_ppb(cpu.slope_mult, fake_ideal_mult(&fake), 1));
+}
+END_TEST
+
+/* After a step, the next sample at the normal rate continues the line with no
+ * error and the trusted slope. */
+static void calib_check_recovers(struct calib_cpu *cpu, struct fake_clock *fake)
+{
+	for (unsigned k = 0; k < 3; k++) {
+		struct calib_sample sample;
+
+		fake_advance(fake, INTERVAL_NS);
+		sample = fake_sample(fake, 0, 30);
+		ck_assert_int_eq(calib_update_checked(cpu, &sample, fake->hz), CALIB_CONTINUED);
+		ck_assert_uint_le(calib_abs(cpu->last_error_ns), ROUNDING_NS);
+		ck_assert(calib_within_ppb(cpu->slope_mult, fake_ideal_mult(fake), 1));
+	}
+}
+
+/* A kernel clock that jumps ahead by a second is stepped to, not slewed: the
+ * line passes through the new sample with the slope it had. */
+START_TEST(test_calib_kernel_jump)
+{
+	struct fake_clock fake;
+	struct calib_cpu cpu;
+	struct calib_sample sample;
+	uint64_t trusted;
+
+	fake_init(&fake, _i, 60);
+	calib_start(&cpu, &fake);
+	trusted = cpu.slope_mult;
+	fake_advance(&fake, INTERVAL_NS / 2);
+	fake_jump_kernel(&fake, NS_PER_SEC);
+	fake_advance(&fake, INTERVAL_NS / 2);
+	sample = fake_sample(&fake, 0, 30);
+	ck_assert_int_eq(calib_update_checked(&cpu, &sample, fake.hz), CALIB_STEPPED);
+	ck_assert_uint_eq(calib_line_eval(cpu.line, sample.tsc), sample.ns);
+	ck_assert_uint_eq(cpu.line.mult, trusted);
+	calib_check_recovers(&cpu, &fake);
+}
+END_TEST
+
+/* A resume (the TSC ran 100 s while the kernel's monotonic clock did not)
+ * steps the line onto the new sample; the slope survives. */
+START_TEST(test_calib_resume)
+{
+	struct fake_clock fake;
+	struct calib_cpu cpu;
+	struct calib_sample sample;
+	uint64_t trusted;
+
+	fake_init(&fake, _i, 160);
+	calib_start(&cpu, &fake);
+	trusted = cpu.slope_mult;
+	fake_advance(&fake, INTERVAL_NS / 2);
+	fake_jump_tsc(&fake, 100 * fake.hz);
+	fake_advance(&fake, INTERVAL_NS / 2);
+	sample = fake_sample(&fake, 0, 30);
+	ck_assert_int_eq(calib_update_checked(&cpu, &sample, fake.hz), CALIB_STEPPED);
+	ck_assert_uint_eq(calib_line_eval(cpu.line, sample.tsc), sample.ns);
+	ck_assert_uint_eq(cpu.line.mult, trusted);
+	calib_check_recovers(&cpu, &fake);
+}
+END_TEST
+
+/* A TSC that goes back (reset) re-anchors: before a line exists it waits for
+ * another sample, afterwards it steps onto the new sample; either way the
+ * calibration goes on. */
+START_TEST(test_calib_tsc_backwards)
+{
+	struct fake_clock fake;
+	struct calib_cpu cpu;
+	struct calib_sample sample;
+	uint64_t trusted;
+
+	fake_init(&fake, _i, 80);
+	calib_cpu_reset(&cpu);
+	fake_advance(&fake, INTERVAL_NS);
+	sample = fake_sample(&fake, 0, 30);
+	ck_assert_int_eq(calib_update_checked(&cpu, &sample, fake.hz), CALIB_NEED_MORE);
+	fake_advance(&fake, INTERVAL_NS);
+	fake_reset_tsc(&fake, 1000);
+	sample = fake_sample(&fake, 0, 30);
+	ck_assert_int_eq(calib_update_checked(&cpu, &sample, fake.hz), CALIB_NEED_MORE);
+	ck_assert_uint_eq(cpu.anchor.tsc, 1000);
+	fake_advance(&fake, INTERVAL_NS);
+	sample = fake_sample(&fake, 0, 30);
+	ck_assert_int_eq(calib_update_checked(&cpu, &sample, fake.hz), CALIB_FIRST_LINE);
+	ck_assert(calib_within_ppb(cpu.line.mult, fake_ideal_mult(&fake), 1));
+
+	trusted = cpu.slope_mult;
+	fake_advance(&fake, INTERVAL_NS);
+	fake_reset_tsc(&fake, 5000);
+	sample = fake_sample(&fake, 0, 30);
+	ck_assert_int_eq(calib_update_checked(&cpu, &sample, fake.hz), CALIB_STEPPED);
+	ck_assert_uint_eq(cpu.line.mult, trusted);
+	calib_check_recovers(&cpu, &fake);
+
+	/* A TSC that did not move at all is no basis for a slope either. */
+	trusted = cpu.slope_mult;
+	sample.ns += 1000;
+	ck_assert_int_eq(calib_update_checked(&cpu, &sample, fake.hz), CALIB_STEPPED);
+	ck_assert_uint_eq(cpu.line.mult, trusted);
+}
+END_TEST
+
+/* A TSC at or below 1 GHz cannot be expressed as a 0.64 fraction: every
+ * sample is rejected and no line ever appears; just above 1 GHz is fine. */
+START_TEST(test_calib_slow_tsc)
+{
+	static const uint64_t slow[] = {900000000ull, 1000000000ull};
+	struct fake_clock fake;
+	struct calib_cpu cpu;
+	struct calib_sample sample;
+
+	for (unsigned i = 0; i < 2; i++) {
+		fake_init(&fake, 3, 40);
+		fake.hz = slow[i];
+		calib_cpu_reset(&cpu);
+		sample = fake_sample(&fake, 0, 30);
+		ck_assert_int_eq(calib_cpu_update(&cpu, &sample, INTERVAL_NS), CALIB_NEED_MORE);
+		for (unsigned k = 0; k < 4; k++) {
+			fake_advance(&fake, INTERVAL_NS);
+			sample = fake_sample(&fake, 0, 30);
+			ck_assert_int_eq(calib_cpu_update(&cpu, &sample, INTERVAL_NS),
+					 CALIB_REJECTED);
+			ck_assert_uint_eq(cpu.line.mult, 0);
+		}
+	}
+	fake_init(&fake, 3, 40);
+	fake.hz = 1000001000ull;
+	calib_start(&cpu, &fake);
+	ck_assert(calib_within_ppb(cpu.line.mult, fake_ideal_mult(&fake), 1));
+}
+END_TEST
+
+/* A kernel jump too large to slew but whose slope change is under
+ * CALIB_MAX_SLOPE_CHANGE_PPM (3 ms over 5 s: 600 ppm) is stepped to once,
+ * and the following samples never step the line back: the step keeps the
+ * slope measured before the jump, not the one that contains it. */
+START_TEST(test_calib_medium_kernel_jump)
+{
+	struct fake_clock fake;
+	struct calib_cpu cpu;
+	struct calib_sample sample;
+
+	fake_init(&fake, _i, 60);
+	calib_start(&cpu, &fake);
+	fake_advance(&fake, INTERVAL_NS / 2);
+	fake_jump_kernel(&fake, 3000000);
+	fake_advance(&fake, INTERVAL_NS / 2);
+	sample = fake_sample(&fake, 0, 30);
+	ck_assert_int_eq(calib_update_checked(&cpu, &sample, fake.hz), CALIB_STEPPED);
+	for (unsigned k = 0; k < 3; k++) {
+		struct calib_line old = cpu.line;
+		int64_t moved;
+
+		fake_advance(&fake, INTERVAL_NS);
+		sample = fake_sample(&fake, 0, 30);
+		calib_update_checked(&cpu, &sample, fake.hz);
+		moved = (int64_t)(calib_line_eval(cpu.line, sample.tsc) -
+				  calib_line_eval(old, sample.tsc));
+		ck_assert_msg(moved >= 0, "sample %u stepped the line back by %lld ns", k,
+			      (long long)-moved);
+	}
+	ck_assert_uint_le(calib_abs(cpu.last_error_ns), ROUNDING_NS);
+	ck_assert(calib_within_ppb(cpu.line.mult, fake_ideal_mult(&fake), 1));
+}
+END_TEST
+
+/* A kernel clock that jumps further ahead than the TSC's ticks in the
+ * interval can express (20 s in a 5 s interval) is a discontinuity like any
+ * other: the line steps onto the sample at once rather than rejecting it
+ * (more ns than ticks since the anchor is not a slower TSC here). */
+START_TEST(test_calib_large_kernel_jump)
+{
+	struct fake_clock fake;
+	struct calib_cpu cpu;
+	struct calib_sample sample;
+
+	fake_init(&fake, _i, 80);
+	calib_start(&cpu, &fake);
+	fake_advance(&fake, INTERVAL_NS / 2);
+	fake_jump_kernel(&fake, 20 * NS_PER_SEC);
+	fake_advance(&fake, INTERVAL_NS / 2);
+	sample = fake_sample(&fake, 0, 30);
+	ck_assert_int_eq(calib_update_checked(&cpu, &sample, fake.hz), CALIB_STEPPED);
+	calib_check_recovers(&cpu, &fake);
+}
+END_TEST
+
+/* The narrowest sandwich wins; among equals, the first. */
+START_TEST(test_calib_narrowest)
+{
+	struct calib_sample samples[] = {
+	    {.width_ns = 30},
+	    {.width_ns = 20},
+	    {.width_ns = 25},
+	    {.width_ns = 20},
+	};
+	struct calib_sample last[] = {{.width_ns = 9}, {.width_ns = 8}, {.width_ns = 7}};
+
+	ck_assert_uint_eq(calib_narrowest(samples, 4), 1);
+	ck_assert_uint_eq(calib_narrowest(samples, 1), 0);
+	ck_assert_uint_eq(calib_narrowest(last, 3), 2);
+	ck_assert_uint_eq(calib_narrowest(last, 2), 1);
+}
+END_TEST
+
+/* mult is ns per tick as a 0.64 fraction, rounded down; 0 for no line. */
+START_TEST(test_calib_mult_from)
+{
+	ck_assert_uint_eq(calib_mult_from(1, 2), 1ull << 63);
+	ck_assert_uint_eq(calib_mult_from(1, 4), 1ull << 62);
+	ck_assert_uint_eq(calib_mult_from(3, 4), 3ull << 62);
+	ck_assert_uint_eq(calib_mult_from(1, 3), 0x5555555555555555ull);
+	ck_assert_uint_eq(calib_mult_from(5 * NS_PER_SEC, 13 * NS_PER_SEC),
+			  (uint64_t)(((unsigned __int128)5 << 64) / 13));
+	ck_assert_uint_eq(calib_mult_from(UINT64_MAX - 1, UINT64_MAX), UINT64_MAX - 1);
+	ck_assert_uint_eq(calib_mult_from(7, 0), 0);
+	ck_assert_uint_eq(calib_mult_from(0, 0), 0);
+	ck_assert_uint_eq(calib_mult_from(5, 5), 0);
+	ck_assert_uint_eq(calib_mult_from(6, 5), 0);
+}
+END_TEST
+
+/* Ticks for a span of ns at mult's rate, rounded down, saturating. */
+START_TEST(test_calib_ticks_for_ns)
+{
+	ck_assert_uint_eq(calib_ticks_for_ns(1ull << 63, NS_PER_SEC), 2 * NS_PER_SEC);
+	ck_assert_uint_eq(calib_ticks_for_ns(1ull << 62, 5), 20);
+	ck_assert_uint_eq(calib_ticks_for_ns(0x5555555555555555ull, 1), 3);
+	ck_assert_uint_eq(calib_ticks_for_ns(1ull << 63, 0), 0);
+	ck_assert_uint_eq(calib_ticks_for_ns(0, NS_PER_SEC), 0);
+	ck_assert_uint_eq(calib_ticks_for_ns(1, UINT64_MAX), UINT64_MAX);
+	ck_assert_uint_eq(calib_ticks_for_ns(1ull << 63, UINT64_MAX), UINT64_MAX);
+	for (unsigned i = 0; i < 3; i++) {
+		uint64_t hz = calib_test_hz[i];
+		uint64_t ticks = calib_ticks_for_ns(calib_mult_from(NS_PER_SEC, hz), NS_PER_SEC);
+
+		ck_assert_uint_ge(ticks, hz);
+		ck_assert_uint_le(ticks, hz + 1);
+	}
+}
+END_TEST
+
+/* The realtime offset comes from the narrowest valid triple's midpoint; a
+ * triple whose monotonic readings went back is ignored. */
+START_TEST(test_calib_realtime_offset)
+{
+	const uint64_t real0 = 1700000000ull * NS_PER_SEC;
+	struct calib_offset_sample samples[] = {
+	    {1000, real0 + 1050, 1100},
+	    {2000, real0 + 2777, 2003}, /* narrowest: width 3, midpoint 2001 */
+	    {3000, real0 + 3000, 2999}, /* went back: ignored */
+	    {4000, real0 + 4001, 4003}, /* as narrow as the second: not better */
+	};
+	struct calib_offset_sample backwards[] = {{10, 5, 9}, {10, 5, 0}};
+	struct calib_offset_sample behind[] = {{10, 5, 12}};
+	uint64_t offset = 42, width = 43;
+
+	ck_assert(calib_realtime_offset(samples, 4, &offset, &width));
+	ck_assert_uint_eq(offset, real0 + 776);
+	ck_assert_uint_eq(width, 3);
+	ck_assert(calib_realtime_offset(samples, 1, &offset, &width));
+	ck_assert_uint_eq(offset, real0);
+	ck_assert_uint_eq(width, 100);
+
+	offset = 42;
+	width = 43;
+	ck_assert(!calib_realtime_offset(backwards, 2, &offset, &width));
+	ck_assert(!calib_realtime_offset(samples, 0, &offset, &width));
+	ck_assert_uint_eq(offset, 42);
+	ck_assert_uint_eq(width, 43);
+
+	/* Realtime behind monotonic: the offset is negative, modulo 2^64. */
+	ck_assert(calib_realtime_offset(behind, 1, &offset, &width));
+	ck_assert_uint_eq(offset, (uint64_t)-6);
+	ck_assert_uint_eq(width, 2);
+}
+END_TEST
+
+Suite *suite_calib(void)
+{
+	Suite *suite = suite_create("calib");
+	TCase *tc;
+
+	tc = tcase_create("helpers");
+	tcase_add_test(tc, test_calib_narrowest);
+	tcase_add_test(tc, test_calib_mult_from);
+	tcase_add_test(tc, test_calib_ticks_for_ns);
+	tcase_add_test(tc, test_calib_realtime_offset);
+	suite_add_tcase(suite, tc);
+
+	tc = tcase_create("lines");
+	tcase_set_timeout(tc, 60);
+	tcase_add_loop_test(tc, test_calib_first_line, 0, CALIB_CASES);
+	tcase_add_loop_test(tc, test_calib_steady, 0, CALIB_CASES);
+	tcase_add_loop_test(tc, test_calib_frequency_error, 0, CALIB_CASES);
+	tcase_add_loop_test(tc, test_calib_continuity, 0, CALIB_CASES);
+	tcase_add_loop_test(tc, test_calib_noise, 0, CALIB_CASES);
+	suite_add_tcase(suite, tc);
+
+	tc = tcase_create("disturbances");
+	tcase_add_loop_test(tc, test_calib_outlier, 0, CALIB_CASES);
+	tcase_add_loop_test(tc, test_calib_kernel_jump, 0, CALIB_CASES);
+	tcase_add_loop_test(tc, test_calib_resume, 0, CALIB_CASES);
+	tcase_add_loop_test(tc, test_calib_tsc_backwards, 0, CALIB_CASES);
+	tcase_add_test(tc, test_calib_slow_tsc);
+	tcase_add_loop_test(tc, test_calib_medium_kernel_jump, 0, CALIB_CASES);
+	tcase_add_loop_test(tc, test_calib_large_kernel_jump, 0, CALIB_CASES);
+	suite_add_tcase(suite, tc);
+	return suite;
+}

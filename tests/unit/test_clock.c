@@ -1,0 +1,441 @@
+/* The read path with fake lines on the real TSC: answers lie on the line
+ * between TSC reads taken around them, in every form, per CPU, clamped per
+ * thread, and refused when the table is stale or empty. */
+#include "config.h"
+
+#include <pthread.h>
+#include <sched.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "clock.h"
+#include "cpu.h"
+#include "table.h"
+#include "unit.h"
+
+#define NS_PER_SEC 1000000000ull
+/* Realtime minus monotonic in these tests: November 2023, odd nanoseconds. */
+#define CLOCK_TEST_REALTIME_OFFSET (1700000000ull * NS_PER_SEC + 987654321ull)
+/* Slopes: about one fake ns per real ns at 3 GHz, and much slower ones for
+ * the tests that must not see time run on. */
+#define CLOCK_TEST_MULT	      0x9000000000000000ull
+#define CLOCK_TEST_SLOW_MULT  (1ull << 58)
+#define CLOCK_TEST_CRAWL_MULT (1ull << 46)
+
+static const uint32_t clock_test_modes[] = {0, CLOCK_MODE_RELAXED};
+
+static cpu_set_t clock_test_saved_mask;
+static bool clock_test_pinned;
+static int clock_test_cpu;
+
+/* Every test starts with an empty table, a fresh thread state, and this
+ * thread pinned to its CPU so that its TSC reads are in order and its CPU's
+ * line is known. */
+static void clock_test_setup(void)
+{
+	cpu_set_t one;
+
+	memset(table_records, 0, sizeof table_records);
+	memset(&table_shared, 0, sizeof table_shared);
+	memset(&clock_thread, 0, sizeof clock_thread);
+	clock_test_pinned = false;
+	clock_test_cpu = sched_getcpu();
+	if (clock_test_cpu < 0 ||
+	    sched_getaffinity(0, sizeof clock_test_saved_mask, &clock_test_saved_mask) != 0)
+		return;
+	CPU_ZERO(&one);
+	CPU_SET(clock_test_cpu, &one);
+	clock_test_pinned = sched_setaffinity(0, sizeof one, &one) == 0;
+}
+
+static void clock_test_teardown(void)
+{
+	if (clock_test_pinned)
+		sched_setaffinity(0, sizeof clock_test_saved_mask, &clock_test_saved_mask);
+	memset(table_records, 0, sizeof table_records);
+	memset(&table_shared, 0, sizeof table_shared);
+	memset(&clock_thread, 0, sizeof clock_thread);
+}
+
+/* The TSC, read so that nothing after it starts before it has read. */
+static uint64_t clock_test_tsc(void)
+{
+	uint32_t aux;
+	uint64_t tsc = cpu_rdtscp(&aux);
+
+	__asm__ volatile("lfence" ::: "memory");
+	return tsc;
+}
+
+/* The line of slope mult whose value at tsc is ns. */
+static struct calib_line clock_test_line_at(uint64_t mult, uint64_t tsc, uint64_t ns)
+{
+	struct calib_line line = {.mult = mult, .offset = 0};
+
+	line.offset = ns - calib_line_eval(line, tsc);
+	return line;
+}
+
+/* Gives every CPU the same line and makes it valid for any TSC value. */
+static void clock_test_publish_all(struct calib_line line)
+{
+	for (uint32_t cpu = 0; cpu < CPU_MAX_CPUS; cpu++)
+		table_publish(cpu, line);
+	table_set_validity(0, UINT64_MAX);
+}
+
+static uint64_t clock_test_ns(const struct timespec *ts)
+{
+	ck_assert_int_ge(ts->tv_nsec, 0);
+	ck_assert_int_lt(ts->tv_nsec, NS_PER_SEC);
+	return (uint64_t)ts->tv_sec * NS_PER_SEC + (uint64_t)ts->tv_nsec;
+}
+
+/* Asserts lo <= value <= hi, modulo 2^64. */
+static void clock_test_between(uint64_t value, uint64_t lo, uint64_t hi)
+{
+	ck_assert_msg(value - lo <= hi - lo, "%llu is not in [%llu, %llu]",
+		      (unsigned long long)value, (unsigned long long)lo, (unsigned long long)hi);
+}
+
+/* The relaxed mode is tested only where glibc registered rseq. */
+static int clock_test_mode_count(void)
+{
+	return cpu_rseq_init() ? 2 : 1;
+}
+
+/* Monotonic answers lie on the published line between the TSC reads taken
+ * around them, split correctly into seconds, and never go back. */
+START_TEST(test_clock_monotonic)
+{
+	uint32_t mode = clock_test_modes[_i];
+	struct calib_line line;
+	uint64_t previous = 0;
+
+	line = clock_test_line_at(CLOCK_TEST_MULT, clock_test_tsc(), 1000 * NS_PER_SEC + 123456789);
+	clock_test_publish_all(line);
+	for (unsigned i = 0; i < 2000; i++) {
+		struct timespec ts;
+		uint64_t before, after, ns;
+
+		before = clock_test_tsc();
+		ck_assert(clock_answer_monotonic(mode, &ts));
+		after = clock_test_tsc();
+		ns = clock_test_ns(&ts);
+		clock_test_between(ns, calib_line_eval(line, before), calib_line_eval(line, after));
+		ck_assert_uint_ge(ns, previous);
+		previous = ns;
+	}
+}
+END_TEST
+
+/* Each CPU answers from its own record: with a different line per CPU, the
+ * answer comes from the line of the CPU this thread is pinned to. */
+START_TEST(test_clock_own_cpu_line)
+{
+	uint32_t mode = clock_test_modes[_i];
+	uint64_t now = clock_test_tsc();
+	struct calib_line mine = {0, 0};
+
+	ck_assert_msg(clock_test_pinned, "cannot pin the test thread to its CPU");
+	for (uint32_t cpu = 0; cpu < CPU_MAX_CPUS; cpu++) {
+		struct calib_line line =
+		    clock_test_line_at(CLOCK_TEST_MULT, now, (1 + cpu) * 1000 * NS_PER_SEC);
+		table_publish(cpu, line);
+		if (cpu == (uint32_t)clock_test_cpu)
+			mine = line;
+	}
+	table_set_validity(0, UINT64_MAX);
+	for (unsigned i = 0; i < 100; i++) {
+		struct timespec ts;
+		uint64_t before, after;
+
+		before = clock_test_tsc();
+		ck_assert(clock_answer_monotonic(mode, &ts));
+		after = clock_test_tsc();
+		clock_test_between(clock_test_ns(&ts), calib_line_eval(mine, before),
+				   calib_line_eval(mine, after));
+	}
+	/* With this CPU's record withdrawn, the others do not stand in for it. */
+	table_withdraw((uint32_t)clock_test_cpu);
+	for (unsigned i = 0; i < 100; i++) {
+		struct timespec ts;
+
+		ck_assert(!clock_answer_monotonic(mode, &ts));
+	}
+}
+END_TEST
+
+/* Realtime is monotonic plus the published offset, in all three forms:
+ * timespec, timeval (microseconds, rounded down) and whole seconds. */
+START_TEST(test_clock_realtime)
+{
+	uint32_t mode = clock_test_modes[_i];
+	const uint64_t offset = CLOCK_TEST_REALTIME_OFFSET;
+	struct calib_line line;
+
+	line = clock_test_line_at(CLOCK_TEST_MULT, clock_test_tsc(), 5000 * NS_PER_SEC + 999999);
+	clock_test_publish_all(line);
+	__atomic_store_n(&table_shared.realtime_offset_ns, offset, __ATOMIC_RELEASE);
+	for (unsigned i = 0; i < 1000; i++) {
+		struct timespec ts, mono_before, mono_after;
+		struct timeval tv;
+		time_t sec;
+		uint64_t before, after, lo, hi, us;
+
+		before = clock_test_tsc();
+		ck_assert(clock_answer_realtime(mode, &ts));
+		after = clock_test_tsc();
+		lo = calib_line_eval(line, before) + offset;
+		hi = calib_line_eval(line, after) + offset;
+		clock_test_between(clock_test_ns(&ts), lo, hi);
+
+		before = clock_test_tsc();
+		ck_assert(clock_answer_timeval(mode, &tv));
+		after = clock_test_tsc();
+		lo = calib_line_eval(line, before) + offset;
+		hi = calib_line_eval(line, after) + offset;
+		ck_assert_int_ge(tv.tv_usec, 0);
+		ck_assert_int_lt(tv.tv_usec, 1000000);
+		us = (uint64_t)tv.tv_sec * 1000000u + (uint64_t)tv.tv_usec;
+		clock_test_between(us, lo / 1000, hi / 1000);
+
+		before = clock_test_tsc();
+		ck_assert(clock_answer_seconds(mode, &sec));
+		after = clock_test_tsc();
+		lo = calib_line_eval(line, before) + offset;
+		hi = calib_line_eval(line, after) + offset;
+		clock_test_between((uint64_t)sec, lo / NS_PER_SEC, hi / NS_PER_SEC);
+
+		ck_assert(clock_answer_monotonic(mode, &mono_before));
+		ck_assert(clock_answer_realtime(mode, &ts));
+		ck_assert(clock_answer_monotonic(mode, &mono_after));
+		clock_test_between(clock_test_ns(&ts) - offset, clock_test_ns(&mono_before),
+				   clock_test_ns(&mono_after));
+	}
+}
+END_TEST
+
+/* The seconds split, cached per thread, is right for any sequence of
+ * values: forwards, backwards across a second, and at the ends of the range. */
+START_TEST(test_clock_split)
+{
+	/* Not from the last, partial second below 2^64 straight to a value
+	 * under 709551616: that wraps into the cached second (year 2554). */
+	/* clang-format off */
+	static const uint64_t values[] = {
+		0, 1, 999999999, 1000000000, 1000000001, 1999999999, 5000000000,
+		3000000007, 2999999999, 3000000000, (1ull << 63) - 1, 1ull << 63,
+		UINT64_MAX - 1, UINT64_MAX, 123456789012345678ull, 17,
+	};
+	/* clang-format on */
+	struct clock_second second;
+
+	memset(&second, 0, sizeof second);
+	for (unsigned i = 0; i < sizeof values / sizeof values[0]; i++) {
+		struct timespec ts;
+
+		clock_to_timespec(&second, values[i], &ts);
+		ck_assert_int_eq(ts.tv_sec, (time_t)(values[i] / NS_PER_SEC));
+		ck_assert_int_eq(ts.tv_nsec, (long)(values[i] % NS_PER_SEC));
+	}
+}
+END_TEST
+
+/* Answers that cross a second boundary carry it over correctly in every
+ * form: the line is placed a few microseconds before a whole second. */
+START_TEST(test_clock_second_boundary)
+{
+	uint32_t mode = clock_test_modes[_i];
+	const uint64_t whole = 2000 * NS_PER_SEC;
+	const uint64_t offset = 7 * NS_PER_SEC;
+	bool saw_before = false, saw_after = false;
+	uint64_t margin = 3000;
+
+	__atomic_store_n(&table_shared.realtime_offset_ns, offset, __ATOMIC_RELEASE);
+	/* Retry with more room when the first answer already lies past the
+	 * boundary (a slow machine, valgrind). */
+	for (unsigned attempt = 0; attempt < 12 && !saw_before; attempt++, margin *= 4) {
+		struct calib_line line =
+		    clock_test_line_at(CLOCK_TEST_SLOW_MULT, clock_test_tsc(), whole - margin);
+
+		memset(&clock_thread, 0, sizeof clock_thread);
+		clock_test_publish_all(line);
+		saw_after = false;
+		for (unsigned long i = 0; i < 50000000ul && !saw_after; i++) {
+			struct timespec mono, real;
+			struct timeval tv;
+			uint64_t before, after, lo, hi, ns;
+
+			before = clock_test_tsc();
+			ck_assert(clock_answer_monotonic(mode, &mono));
+			ck_assert(clock_answer_realtime(mode, &real));
+			ck_assert(clock_answer_timeval(mode, &tv));
+			after = clock_test_tsc();
+			lo = calib_line_eval(line, before);
+			hi = calib_line_eval(line, after);
+			ns = clock_test_ns(&mono);
+			clock_test_between(ns, lo, hi);
+			clock_test_between(clock_test_ns(&real), lo + offset, hi + offset);
+			ck_assert_int_lt(tv.tv_usec, 1000000);
+			clock_test_between((uint64_t)tv.tv_sec * 1000000u + (uint64_t)tv.tv_usec,
+					   (lo + offset) / 1000, (hi + offset) / 1000);
+			if (i == 0 && ns >= whole)
+				break;
+			if (mono.tv_sec == (time_t)(whole / NS_PER_SEC) - 1)
+				saw_before = true;
+			if (mono.tv_sec == (time_t)(whole / NS_PER_SEC))
+				saw_after = true;
+		}
+	}
+	ck_assert(saw_before);
+	ck_assert(saw_after);
+}
+END_TEST
+
+/* What another thread, with a fresh clamp, reads. */
+struct clock_test_reader {
+	uint32_t mode;
+	bool answered;
+	uint64_t ns, lo_tsc, hi_tsc;
+};
+
+static void *clock_test_read_thread(void *arg)
+{
+	struct clock_test_reader *reader = arg;
+	struct timespec ts;
+
+	reader->lo_tsc = clock_test_tsc();
+	reader->answered = clock_answer_monotonic(reader->mode, &ts);
+	reader->hi_tsc = clock_test_tsc();
+	reader->ns = (uint64_t)ts.tv_sec * NS_PER_SEC + (uint64_t)ts.tv_nsec;
+	return NULL;
+}
+
+/* A line republished 1 us behind never makes this thread's time go back: it
+ * keeps its last answer until the line catches up. A new thread, with no
+ * history, reads the new line as it is: the clamp is per thread. */
+START_TEST(test_clock_clamp)
+{
+	struct clock_test_reader reader = {.mode = clock_test_modes[_i]};
+	uint32_t mode = clock_test_modes[_i];
+	struct calib_line line, behind;
+	struct timespec ts;
+	pthread_t thread;
+	uint64_t first, after, ns;
+
+	line = clock_test_line_at(CLOCK_TEST_CRAWL_MULT, clock_test_tsc(), 300 * NS_PER_SEC);
+	clock_test_publish_all(line);
+	ck_assert(clock_answer_monotonic(mode, &ts));
+	first = clock_test_ns(&ts);
+
+	behind = line;
+	behind.offset -= 1000;
+	clock_test_publish_all(behind);
+	for (unsigned i = 0; i < 100; i++) {
+		ck_assert(clock_answer_monotonic(mode, &ts));
+		after = clock_test_tsc();
+		ns = clock_test_ns(&ts);
+		ck_assert_uint_ge(ns, first);
+		/* The new line had not caught up yet, so the answer is the old one. */
+		if (calib_line_eval(behind, after) < first)
+			ck_assert_uint_eq(ns, first);
+	}
+	ck_assert_uint_lt(calib_line_eval(behind, clock_test_tsc()), first);
+
+	ck_assert_int_eq(pthread_create(&thread, NULL, clock_test_read_thread, &reader), 0);
+	pthread_join(thread, NULL);
+	ck_assert(reader.answered);
+	clock_test_between(reader.ns, calib_line_eval(behind, reader.lo_tsc),
+			   calib_line_eval(behind, reader.hi_tsc));
+	ck_assert_uint_lt(reader.ns, first);
+}
+END_TEST
+
+/* Outside the validity window (a stale table, or a TSC before it) every
+ * form refuses to answer and the clamp is left alone; inside, it answers. */
+START_TEST(test_clock_stale)
+{
+	uint32_t mode = clock_test_modes[_i];
+	uint64_t now = clock_test_tsc();
+	struct calib_line line = clock_test_line_at(CLOCK_TEST_MULT, now, 50 * NS_PER_SEC);
+	const uint64_t windows[][2] = {
+	    {now + (1ull << 40), 1000}, /* the TSC is before the window */
+	    {0, now / 2},		/* the window ended long ago */
+	    {now - 1000000, 0},		/* an empty window */
+	};
+	struct timespec ts;
+	struct timeval tv;
+	time_t sec;
+
+	clock_test_publish_all(line);
+	ck_assert(clock_answer_monotonic(mode, &ts));
+	clock_thread.last_mono_ns = 42;
+	for (unsigned i = 0; i < 3; i++) {
+		table_set_validity(windows[i][0], windows[i][1]);
+		ck_assert(!clock_answer_monotonic(mode, &ts));
+		ck_assert(!clock_answer_realtime(mode, &ts));
+		ck_assert(!clock_answer_timeval(mode, &tv));
+		ck_assert(!clock_answer_seconds(mode, &sec));
+		ck_assert_uint_eq(clock_thread.last_mono_ns, 42);
+	}
+	table_set_validity(now - 1000000, 1ull << 40);
+	ck_assert(clock_answer_monotonic(mode, &ts));
+	ck_assert(clock_answer_seconds(mode, &sec));
+}
+END_TEST
+
+/* A mult of 0 means no line: with every record empty, or withdrawn, nothing
+ * answers even though the window is open. */
+START_TEST(test_clock_no_line)
+{
+	uint32_t mode = clock_test_modes[_i];
+	struct calib_line line = clock_test_line_at(CLOCK_TEST_MULT, clock_test_tsc(), NS_PER_SEC);
+	struct timespec ts;
+	struct timeval tv;
+	time_t sec;
+
+	table_set_validity(0, UINT64_MAX);
+	ck_assert(!clock_answer_monotonic(mode, &ts));
+	ck_assert(!clock_answer_realtime(mode, &ts));
+	ck_assert(!clock_answer_timeval(mode, &tv));
+	ck_assert(!clock_answer_seconds(mode, &sec));
+
+	clock_test_publish_all(line);
+	ck_assert(clock_answer_monotonic(mode, &ts));
+	for (uint32_t cpu = 0; cpu < CPU_MAX_CPUS; cpu++)
+		table_withdraw(cpu);
+	ck_assert(!clock_answer_monotonic(mode, &ts));
+	ck_assert(!clock_answer_realtime(mode, &ts));
+
+	/* A record with an offset but no slope is still no line. */
+	line.mult = 0;
+	clock_test_publish_all(line);
+	ck_assert(!clock_answer_monotonic(mode, &ts));
+}
+END_TEST
+
+Suite *suite_clock(void)
+{
+	Suite *suite = suite_create("clock");
+	int modes = clock_test_mode_count();
+	TCase *tc;
+
+	tc = tcase_create("arithmetic");
+	tcase_add_test(tc, test_clock_split);
+	suite_add_tcase(suite, tc);
+
+	tc = tcase_create("read path");
+	tcase_add_checked_fixture(tc, clock_test_setup, clock_test_teardown);
+	tcase_set_timeout(tc, 60);
+	tcase_add_loop_test(tc, test_clock_monotonic, 0, modes);
+	tcase_add_loop_test(tc, test_clock_own_cpu_line, 0, modes);
+	tcase_add_loop_test(tc, test_clock_realtime, 0, modes);
+	tcase_add_loop_test(tc, test_clock_second_boundary, 0, modes);
+	tcase_add_loop_test(tc, test_clock_clamp, 0, modes);
+	tcase_add_loop_test(tc, test_clock_stale, 0, modes);
+	tcase_add_loop_test(tc, test_clock_no_line, 0, modes);
+	suite_add_tcase(suite, tc);
+	return suite;
+}

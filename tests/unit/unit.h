@@ -1,0 +1,13 @@
+/* The unit-test suites, one per engine file, gathered by main.c. */
+#ifndef FASTTIME_TESTS_UNIT_H
+#define FASTTIME_TESTS_UNIT_H
+
+#include <check.h>
+
+Suite *suite_calib(void);
+Suite *suite_histogram(void);
+Suite *suite_settings(void);
+Suite *suite_table(void);
+Suite *suite_clock(void);
+
+#endif
