@@ -132,9 +132,15 @@ const char *cpu_unusable_reason(const struct cpu_facts *facts)
 bool cpu_rseq_init(void)
 {
 #if HAVE_DECL___RSEQ_OFFSET && HAVE_DECL___RSEQ_SIZE
+	long offset;
+
 	if (__rseq_size == 0)
 		return false;
-	cpu_rseq_cpu_id_offset = (long)__rseq_offset + (long)offsetof(struct rseq, cpu_id);
+	offset = (long)__rseq_offset + (long)offsetof(struct rseq, cpu_id);
+	/* Written once, before any reader: later probes (the refresh thread's)
+	 * find it set and leave it alone. */
+	if (__atomic_load_n(&cpu_rseq_cpu_id_offset, __ATOMIC_RELAXED) != offset)
+		__atomic_store_n(&cpu_rseq_cpu_id_offset, offset, __ATOMIC_RELAXED);
 	/* glibc may have tried and failed (seccomp, old kernel): then the field
 	 * holds a negative code, never a CPU id. */
 	return (int32_t)cpu_rseq_current() >= 0;
