@@ -7,17 +7,27 @@
  * measured instead (run it under fasttime to measure the preloaded library
  * end to end) against libc's, found with dlopen(RTLD_NOLOAD).
  *
+ * In engine mode a bare rdtsc loop and a bare rdtscp loop run in the same
+ * rounds: they are the floor each mode's read path is measured against.
+ *
  * --csv prints one figure per line (source,api,metric,value) for
- * scripts/fasttime-compare; --trace FILE records the error against libc over
- * the run. */
+ * scripts/fasttime-compare and scripts/fasttime-benchmarks; --trace FILE
+ * records the error against libc over the run.
+ *
+ * Two more modes serve scripts/fasttime-benchmarks, both run under the
+ * preloaded library: --startup times the library's start from the first
+ * time call (from its FASTTIME_DEBUG lines), --idle calls the clock once and
+ * sleeps, measuring the refresh thread's CPU time and the process's memory. */
 #include "config.h"
 
 #include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,12 +48,18 @@ enum bench_source { BENCH_LIBC, BENCH_ORDERED, BENCH_RELAXED, BENCH_SYMBOL, BENC
 static const char *const bench_source_names[BENCH_SOURCES] = { "libc", "ordered", "relaxed",
 							       "process" };
 
+/* BOOTTIME is a clock the library never answers: in --symbols mode it shows
+ * what passing through the library costs. The engine has no answer for it. */
 enum bench_api { BENCH_MONOTONIC, BENCH_REALTIME, BENCH_GETTIMEOFDAY, BENCH_TIME,
-		 BENCH_TIMESPEC_GET, BENCH_APIS };
+		 BENCH_TIMESPEC_GET, BENCH_BOOTTIME, BENCH_APIS };
 static const char *const bench_api_names[BENCH_APIS] = {
 	"clock_gettime(MONOTONIC)", "clock_gettime(REALTIME)", "gettimeofday", "time",
-	"timespec_get(TIME_UTC)",
+	"timespec_get(TIME_UTC)", "clock_gettime(BOOTTIME)",
 };
+
+/* The bare counter reads, the floor under each mode's read path. */
+enum bench_bare { BENCH_BARE_RDTSC, BENCH_BARE_RDTSCP, BENCH_BARES };
+static const char *const bench_bare_names[BENCH_BARES] = { "rdtsc", "rdtscp" };
 
 struct bench_options {
 	double seconds;
@@ -51,6 +67,8 @@ struct bench_options {
 	bool symbols;      /* measure the process's symbols, not the engine */
 	bool csv;
 	const char *trace; /* file for the error over time, or NULL */
+	bool startup;      /* time the preloaded library's start */
+	double idle;       /* seconds to sleep with the clock called once, or 0 */
 };
 
 /* One round's MONOTONIC sandwiches of one source, for --trace. */
@@ -74,6 +92,7 @@ static struct libc_time_functions bench_libc;
 
 struct bench_result {
 	double best_ns[BENCH_APIS][BENCH_SOURCES];
+	double bare_ns[BENCH_BARES];                   /* engine mode only */
 	struct histogram cost[BENCH_SOURCES];          /* MONOTONIC, tenths of ns */
 	struct histogram error[BENCH_SOURCES][2];      /* |error| ns: MONOTONIC, REALTIME */
 	uint64_t backward[BENCH_SOURCES];
@@ -106,6 +125,7 @@ static inline __attribute__((always_inline)) uint64_t bench_call(enum bench_sour
 		case BENCH_GETTIMEOFDAY: bench_libc.gettimeofday(&tv, NULL); break;
 		case BENCH_TIME: t = bench_libc.time(NULL); break;
 		case BENCH_TIMESPEC_GET: bench_libc.timespec_get(&ts, TIME_UTC); break;
+		case BENCH_BOOTTIME: bench_libc.clock_gettime(CLOCK_BOOTTIME, &ts); break;
 		default: break;
 		}
 		break;
@@ -116,6 +136,7 @@ static inline __attribute__((always_inline)) uint64_t bench_call(enum bench_sour
 		case BENCH_GETTIMEOFDAY: gettimeofday(&tv, NULL); break;
 		case BENCH_TIME: t = time(NULL); break;
 		case BENCH_TIMESPEC_GET: timespec_get(&ts, TIME_UTC); break;
+		case BENCH_BOOTTIME: clock_gettime(CLOCK_BOOTTIME, &ts); break;
 		default: break;
 		}
 		break;
@@ -145,7 +166,8 @@ static inline __attribute__((always_inline)) uint64_t bench_call(enum bench_sour
 	BENCH_LOOP(source, BENCH_REALTIME)     \
 	BENCH_LOOP(source, BENCH_GETTIMEOFDAY) \
 	BENCH_LOOP(source, BENCH_TIME)         \
-	BENCH_LOOP(source, BENCH_TIMESPEC_GET)
+	BENCH_LOOP(source, BENCH_TIMESPEC_GET) \
+	BENCH_LOOP(source, BENCH_BOOTTIME)
 BENCH_LOOPS(BENCH_LIBC)
 BENCH_LOOPS(BENCH_ORDERED)
 BENCH_LOOPS(BENCH_RELAXED)
@@ -155,11 +177,31 @@ typedef void (*bench_loop_fn)(unsigned n);
 #define BENCH_ROW(source)                                                         \
 	{ bench_loop_##source##_BENCH_MONOTONIC, bench_loop_##source##_BENCH_REALTIME, \
 	  bench_loop_##source##_BENCH_GETTIMEOFDAY, bench_loop_##source##_BENCH_TIME,  \
-	  bench_loop_##source##_BENCH_TIMESPEC_GET }
+	  bench_loop_##source##_BENCH_TIMESPEC_GET, bench_loop_##source##_BENCH_BOOTTIME }
 static const bench_loop_fn bench_loops[BENCH_SOURCES][BENCH_APIS] = {
 	BENCH_ROW(BENCH_LIBC), BENCH_ROW(BENCH_ORDERED), BENCH_ROW(BENCH_RELAXED),
 	BENCH_ROW(BENCH_SYMBOL),
 };
+
+/* The instruction alone, its result consumed as the clock loops consume
+ * theirs: what no read path built on it can beat. */
+static __attribute__((noinline)) void bench_loop_rdtsc(unsigned n)
+{
+	for (unsigned i = 0; i < n; i++)
+		bench_consume(cpu_rdtsc());
+}
+
+static __attribute__((noinline)) void bench_loop_rdtscp(unsigned n)
+{
+	for (unsigned i = 0; i < n; i++) {
+		uint32_t aux;
+		uint64_t tsc = cpu_rdtscp(&aux);
+		/* The ordered read uses both outputs: so does its floor. */
+		bench_consume(tsc + aux);
+	}
+}
+
+static const bench_loop_fn bench_bare_loops[BENCH_BARES] = { bench_loop_rdtsc, bench_loop_rdtscp };
 
 static uint64_t bench_mono_ns(void)
 {
@@ -290,6 +332,22 @@ static bool bench_source_wanted(enum bench_source source)
 	return source != BENCH_SYMBOL;
 }
 
+/* BOOTTIME only where the process's own function is measured: the engine
+ * does not answer it. */
+static bool bench_api_wanted(enum bench_api api)
+{
+	return api != BENCH_BOOTTIME || bench_options.symbols;
+}
+
+/* ns per call of one loop of BENCH_LOOP_CALLS calls. */
+static double bench_time_loop(bench_loop_fn loop)
+{
+	uint64_t start = bench_mono_ns();
+
+	loop(BENCH_LOOP_CALLS);
+	return (double)(bench_mono_ns() - start) / BENCH_LOOP_CALLS;
+}
+
 static void bench_run(struct bench_result *r)
 {
 	uint64_t deadline = bench_mono_ns() + (uint64_t)(bench_options.seconds * 1e9);
@@ -302,21 +360,29 @@ static void bench_run(struct bench_result *r)
 		for (unsigned a = 0; a < BENCH_APIS; a++)
 			r->best_ns[a][s] = 1e30;
 	}
+	for (unsigned b = 0; b < BENCH_BARES; b++)
+		r->bare_ns[b] = 1e30;
 	/* Rounds alternate every source, so that the machine's moods fall on
-	 * all of them alike; each loop's best round is kept. */
+	 * all of them alike; each loop's best round is kept. The bare
+	 * instructions run beside every API, so that the floor gets as many
+	 * chances at its best as the read paths it is compared with. */
 	do {
 		for (unsigned a = 0; a < BENCH_APIS; a++) {
+			if (!bench_api_wanted(a))
+				continue;
 			for (unsigned s = 0; s < BENCH_SOURCES; s++) {
-				uint64_t start;
 				double ns;
 
 				if (!bench_source_wanted(s))
 					continue;
-				start = bench_mono_ns();
-				bench_loops[s][a](BENCH_LOOP_CALLS);
-				ns = (double)(bench_mono_ns() - start) / BENCH_LOOP_CALLS;
+				ns = bench_time_loop(bench_loops[s][a]);
 				if (ns < r->best_ns[a][s])
 					r->best_ns[a][s] = ns;
+			}
+			for (unsigned b = 0; b < BENCH_BARES && !bench_options.symbols; b++) {
+				double ns = bench_time_loop(bench_bare_loops[b]);
+				if (ns < r->bare_ns[b])
+					r->bare_ns[b] = ns;
 			}
 		}
 		for (unsigned s = 0; s < BENCH_SOURCES; s++) {
@@ -352,11 +418,23 @@ static void bench_merge(struct bench_result *into, const struct bench_result *re
 			histogram_merge(&into->error[s][1], &results[t].error[s][1]);
 			into->backward[s] += results[t].backward[s];
 		}
+		for (unsigned b = 0; b < BENCH_BARES; b++)
+			into->bare_ns[b] += results[t].bare_ns[b];
 		into->rounds += results[t].rounds;
 	}
 	for (unsigned s = 0; s < BENCH_SOURCES; s++)
 		for (unsigned a = 0; a < BENCH_APIS; a++)
 			into->best_ns[a][s] /= n;
+	for (unsigned b = 0; b < BENCH_BARES; b++)
+		into->bare_ns[b] /= n;
+}
+
+/* Whether the engine's read path for api is compared with the floor: the
+ * entry points that read the counter (time() does too, but libc answers it
+ * from a coarse clock no read can match). */
+static bool bench_api_has_floor(enum bench_api api)
+{
+	return api != BENCH_TIME && api != BENCH_BOOTTIME;
 }
 
 /* One figure per line, every value in ns unless the metric says otherwise:
@@ -378,8 +456,9 @@ static void bench_print_csv(const struct bench_result *r)
 		if (!bench_source_wanted(s))
 			continue;
 		for (unsigned a = 0; a < BENCH_APIS; a++)
-			printf("%s,%s,ns_per_call,%.2f\n", name, bench_api_names[a],
-			       r->best_ns[a][s]);
+			if (bench_api_wanted(a))
+				printf("%s,%s,ns_per_call,%.2f\n", name, bench_api_names[a],
+				       r->best_ns[a][s]);
 		for (unsigned i = 0; i < sizeof curve / sizeof curve[0]; i++)
 			printf("%s,%s,cost_p%g_ns,%.1f\n", name, clock_api[0], curve[i],
 			       histogram_percentile(cost, curve[i]) / 10.0);
@@ -399,6 +478,40 @@ static void bench_print_csv(const struct bench_result *r)
 		}
 		printf("%s,%s,backward_steps,%" PRIu64 "\n", name, clock_api[0], r->backward[s]);
 	}
+	if (bench_options.symbols)
+		return;
+	/* The floor, and each mode's distance from it and ratio to libc, all
+	 * from this run's rounds. */
+	for (unsigned b = 0; b < BENCH_BARES; b++)
+		printf("%s,-,ns_per_call,%.2f\n", bench_bare_names[b], r->bare_ns[b]);
+	for (unsigned a = 0; a < BENCH_APIS; a++) {
+		if (!bench_api_has_floor(a))
+			continue;
+		printf("relaxed,%s,minus_rdtsc_ns,%.2f\n", bench_api_names[a],
+		       r->best_ns[a][BENCH_RELAXED] - r->bare_ns[BENCH_BARE_RDTSC]);
+		printf("ordered,%s,minus_rdtscp_ns,%.2f\n", bench_api_names[a],
+		       r->best_ns[a][BENCH_ORDERED] - r->bare_ns[BENCH_BARE_RDTSCP]);
+		for (unsigned s = BENCH_ORDERED; s <= BENCH_RELAXED; s++)
+			printf("%s,%s,ratio_to_libc,%.3f\n", bench_source_names[s],
+			       bench_api_names[a], r->best_ns[a][s] / r->best_ns[a][BENCH_LIBC]);
+	}
+}
+
+/* Each thread's own ns per call, beside the merged figures: whether two
+ * threads reading at once each pay what one pays alone. */
+static void bench_print_csv_threads(const struct bench_result *results, unsigned n)
+{
+	for (unsigned t = 0; t < n; t++) {
+		for (unsigned s = 0; s < BENCH_SOURCES; s++) {
+			if (!bench_source_wanted(s))
+				continue;
+			for (unsigned a = 0; a < BENCH_APIS; a++)
+				if (bench_api_wanted(a))
+					printf("%s,%s,thread%u_ns_per_call,%.2f\n",
+					       bench_source_names[s], bench_api_names[a], t + 1,
+					       results[t].best_ns[a][s]);
+		}
+	}
 }
 
 static void bench_print(const struct bench_result *r)
@@ -417,11 +530,26 @@ static void bench_print(const struct bench_result *r)
 		printf(" %10s %6s", bench_source_names[fast[f]], "ratio");
 	printf("\n");
 	for (unsigned a = 0; a < BENCH_APIS; a++) {
+		if (!bench_api_wanted(a))
+			continue;
 		printf("%-26s %8.2f", bench_api_names[a], r->best_ns[a][BENCH_LIBC]);
 		for (unsigned f = 0; f < nfast; f++)
 			printf(" %10.2f %6.2f", r->best_ns[a][fast[f]],
 			       r->best_ns[a][fast[f]] / r->best_ns[a][BENCH_LIBC]);
 		printf("\n");
+	}
+
+	if (!bench_options.symbols) {
+		printf("\nagainst the bare instruction (best loop of each, same rounds): "
+		       "rdtsc %.2f ns, rdtscp %.2f ns\n",
+		       r->bare_ns[BENCH_BARE_RDTSC], r->bare_ns[BENCH_BARE_RDTSCP]);
+		printf("%-26s %14s %14s\n", "api", "relaxed-rdtsc", "ordered-rdtscp");
+		for (unsigned a = 0; a < BENCH_APIS; a++)
+			if (bench_api_has_floor(a))
+				printf("%-26s %14.2f %14.2f\n", bench_api_names[a],
+				       r->best_ns[a][BENCH_RELAXED] - r->bare_ns[BENCH_BARE_RDTSC],
+				       r->best_ns[a][BENCH_ORDERED] -
+					   r->bare_ns[BENCH_BARE_RDTSCP]);
 	}
 
 	printf("\nper-call cost of clock_gettime(MONOTONIC), ns (batches of %u)\n", BENCH_BATCH);
@@ -461,17 +589,29 @@ static void bench_usage(FILE *out)
 	fprintf(out,
 		"Usage: fasttime-bench [--seconds S] [--threads T] [--symbols] [--csv]\n"
 		"                      [--trace FILE]\n"
+		"       fasttime --debug fasttime-bench --startup [--csv]\n"
+		"       fasttime fasttime-bench --idle S [--csv]\n"
 		"Measures clock_gettime, gettimeofday, time and timespec_get from libc and\n"
-		"from the TSC (ordered and relaxed) in one run.\n"
+		"from the TSC (ordered and relaxed) in one run, with a bare rdtsc and a bare\n"
+		"rdtscp loop in the same rounds.\n"
 		"  --seconds S  how long to measure (default 3)\n"
 		"  --threads T  measure in T threads at once (default 1)\n"
 		"  --symbols    measure this process's own functions (run it under fasttime)\n"
-		"               against libc's, instead of the engine's modes\n"
+		"               against libc's, instead of the engine's modes; adds\n"
+		"               clock_gettime(BOOTTIME), which the library passes through\n"
 		"  --csv        one figure per line: source,api,metric,value\n"
 		"  --trace FILE write the error of MONOTONIC against libc over the run to\n"
 		"               FILE: per round and source, seconds since the start, the\n"
 		"               median offset from libc's sandwich midpoint and the largest\n"
-		"               error, in ns\n");
+		"               error, in ns\n"
+		"  --startup    under the preloaded library with FASTTIME_DEBUG=1: call\n"
+		"               clock_gettime in a loop from the start and time the\n"
+		"               library's debug lines (refresh thread, each CPU's first\n"
+		"               line, the per-API decision) from the first call\n"
+		"  --idle S     call clock_gettime once, let the library's first short\n"
+		"               intervals pass, then sleep about S seconds (whole refresh\n"
+		"               intervals) and report the refresh thread's CPU time over\n"
+		"               them, the process's resident memory and the thread's stack\n");
 }
 
 static bool bench_parse(int argc, char **argv)
@@ -482,6 +622,8 @@ static bool bench_parse(int argc, char **argv)
 		{ "symbols", no_argument, NULL, 'y' },
 		{ "csv", no_argument, NULL, 'c' },
 		{ "trace", required_argument, NULL, 'r' },
+		{ "startup", no_argument, NULL, 'u' },
+		{ "idle", required_argument, NULL, 'i' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -513,6 +655,18 @@ static bool bench_parse(int argc, char **argv)
 			bench_options.threads = (unsigned)n;
 			break;
 		}
+		case 'i':
+			errno = 0;
+			bench_options.idle = strtod(optarg, &end);
+			if (errno || *end || bench_options.idle <= 0 || bench_options.idle > 86400) {
+				fprintf(stderr,
+					"fasttime-bench: --idle wants a number of seconds above 0 "
+					"and up to 86400, not '%s'\n",
+					optarg);
+				return false;
+			}
+			break;
+		case 'u': bench_options.startup = true; break;
 		case 'y': bench_options.symbols = true; break;
 		case 'c': bench_options.csv = true; break;
 		case 'r': bench_options.trace = optarg; break;
@@ -522,6 +676,15 @@ static bool bench_parse(int argc, char **argv)
 	}
 	if (optind != argc) {
 		fprintf(stderr, "fasttime-bench: unexpected argument '%s'\n", argv[optind]);
+		return false;
+	}
+	if ((bench_options.startup || bench_options.idle > 0) &&
+	    (bench_options.symbols || bench_options.trace != NULL || bench_options.threads != 1)) {
+		fprintf(stderr, "fasttime-bench: --startup and --idle take only --csv\n");
+		return false;
+	}
+	if (bench_options.startup && bench_options.idle > 0) {
+		fprintf(stderr, "fasttime-bench: --startup and --idle cannot be combined\n");
 		return false;
 	}
 	return true;
@@ -581,20 +744,19 @@ static const char *bench_symbol_owner(void)
 	return slash != NULL ? slash + 1 : info.dli_fname;
 }
 
-/* The state letter of the library's refresh thread (named "fasttime") from
- * /proc, or 0 when this process has no such thread. */
-static char bench_library_thread_state(void)
+/* The thread id of the library's refresh thread (named "fasttime"), or 0
+ * when this process has no such thread. */
+static long bench_library_tid(void)
 {
 	DIR *tasks = opendir("/proc/self/task");
 	struct dirent *task;
-	char state = 0;
+	long tid = 0;
 
 	if (tasks == NULL)
 		return 0;
-	while (state == 0 && (task = readdir(tasks)) != NULL) {
-		char path[300], line[512], *paren;
+	while (tid == 0 && (task = readdir(tasks)) != NULL) {
+		char path[300], line[64];
 		FILE *f;
-		bool ours;
 
 		if (task->d_name[0] == '.')
 			continue;
@@ -602,21 +764,34 @@ static char bench_library_thread_state(void)
 		f = fopen(path, "r");
 		if (f == NULL)
 			continue;
-		ours = fgets(line, sizeof line, f) != NULL && strcmp(line, "fasttime\n") == 0;
-		fclose(f);
-		if (!ours)
-			continue;
-		snprintf(path, sizeof path, "/proc/self/task/%s/stat", task->d_name);
-		f = fopen(path, "r");
-		if (f == NULL)
-			continue;
-		/* "tid (comm) S ...": the state follows the last parenthesis. */
-		if (fgets(line, sizeof line, f) != NULL && (paren = strrchr(line, ')')) != NULL &&
-		    paren[1] == ' ')
-			state = paren[2];
+		if (fgets(line, sizeof line, f) != NULL && strcmp(line, "fasttime\n") == 0)
+			tid = strtol(task->d_name, NULL, 10);
 		fclose(f);
 	}
 	closedir(tasks);
+	return tid;
+}
+
+/* The state letter of the library's refresh thread from /proc, or 0 when
+ * this process has no such thread. */
+static char bench_library_thread_state(void)
+{
+	long tid = bench_library_tid();
+	char path[64], line[512], *paren;
+	char state = 0;
+	FILE *f;
+
+	if (tid == 0)
+		return 0;
+	snprintf(path, sizeof path, "/proc/self/task/%ld/stat", tid);
+	f = fopen(path, "r");
+	if (f == NULL)
+		return 0;
+	/* "tid (comm) S ...": the state follows the last parenthesis. */
+	if (fgets(line, sizeof line, f) != NULL && (paren = strrchr(line, ')')) != NULL &&
+	    paren[1] == ' ')
+		state = paren[2];
+	fclose(f);
 	return state;
 }
 
@@ -665,6 +840,475 @@ static enum bench_library_state bench_wait_for_library(double *waited_ms)
 	return result;
 }
 
+/* The CPUs this process may run on. */
+static unsigned bench_allowed_cpus(void)
+{
+	cpu_set_t set;
+
+	if (sched_getaffinity(0, sizeof set, &set) != 0)
+		return 0;
+	return (unsigned)CPU_COUNT(&set);
+}
+
+/* Whether the process's clock_gettime is the preloaded library's. */
+static bool bench_is_preloaded(const char *owner)
+{
+	return strncmp(owner, "libfasttime", 11) == 0;
+}
+
+static const char *bench_getenv(const char *name)
+{
+	return getenv(name);
+}
+
+/* The library has warned about its settings already. */
+static void bench_ignore_warning(const char *line)
+{
+	(void)line;
+}
+
+/* One library debug line as the start-up timing saw it. */
+struct bench_startup_line {
+	double ms;          /* since just before the first time call */
+	char text[200];
+};
+
+#define BENCH_STARTUP_LINES 64u
+#define BENCH_STARTUP_TIMEOUT_NS 5000000000ull
+
+/* "fasttime: API: libc X ns, fasttime Y ns: fast|libc", the library's
+ * per-API decision: the API's name into api and whether it went fast. */
+static bool bench_startup_decision(const char *text, char *api, size_t size, bool *fast)
+{
+	const char *libc = strstr(text, ": libc ");
+	size_t n = strlen(text);
+
+	if (strncmp(text, "fasttime: ", 10) != 0 || libc == NULL ||
+	    strstr(libc, " ns, fasttime ") == NULL || n < 6)
+		return false;
+	if (strcmp(text + n - 6, ": fast") == 0)
+		*fast = true;
+	else if (strcmp(text + n - 6, ": libc") == 0)
+		*fast = false;
+	else
+		return false;
+	snprintf(api, size, "%.*s", (int)(libc - text - 10), text + 10);
+	return true;
+}
+
+/* How long after the first time call the fast path is active: the library
+ * says so only through its FASTTIME_DEBUG lines, so they are read through a
+ * pipe put on stderr before that call and stamped with libc's own clock as
+ * they arrive (at most a few microseconds late: the pipe is polled between
+ * short bursts of calls). Meanwhile this thread keeps calling the clock, as
+ * a program that times things from its first instruction would. */
+static int bench_startup(void)
+{
+	struct bench_startup_line lines[BENCH_STARTUP_LINES];
+	const char *owner = bench_symbol_owner();
+	unsigned nlines = 0, first_lines = 0, decisions = 0, fast = 0;
+	unsigned allowed = bench_allowed_cpus();
+	double thread_ms = -1, all_lines_ms = -1, decision_ms = -1;
+	const char *outcome = "timeout";
+	char buffer[4096], api[64];
+	size_t used = 0;
+	uint64_t start, first_call_ns;
+	int fds[2], saved;
+	struct settings settings;
+	struct timespec ts;
+	bool is_fast;
+
+	settings_load(&settings, bench_getenv, bench_ignore_warning);
+	if (!bench_is_preloaded(owner)) {
+		fprintf(stderr, "fasttime-bench: --startup wants the library preloaded "
+				"(fasttime --debug fasttime-bench --startup)\n");
+		return 2;
+	}
+	if (!settings.debug) {
+		fprintf(stderr, "fasttime-bench: --startup reads the library's debug lines: "
+				"run it with FASTTIME_DEBUG=1 (fasttime --debug)\n");
+		return 2;
+	}
+	if (pipe(fds) != 0 || fcntl(fds[0], F_SETFL, O_NONBLOCK) != 0 ||
+	    (saved = dup(STDERR_FILENO)) < 0 || dup2(fds[1], STDERR_FILENO) < 0) {
+		fprintf(stderr, "fasttime-bench: cannot catch the library's output: %s\n",
+			strerror(errno));
+		return 1;
+	}
+	close(fds[1]);
+
+	start = bench_mono_ns();
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	first_call_ns = bench_mono_ns() - start;
+	bench_consume((uint64_t)ts.tv_nsec);
+	for (;;) {
+		ssize_t n;
+		char *line, *newline;
+		double ms;
+
+		for (unsigned i = 0; i < 64; i++) {
+			clock_gettime(CLOCK_MONOTONIC, &ts);
+			bench_consume((uint64_t)ts.tv_nsec);
+		}
+		if (bench_mono_ns() - start > BENCH_STARTUP_TIMEOUT_NS)
+			break;
+		n = read(fds[0], buffer + used, sizeof buffer - 1 - used);
+		if (n <= 0)
+			continue;
+		ms = (double)(bench_mono_ns() - start) / 1e6;
+		used += (size_t)n;
+		buffer[used] = '\0';
+		line = buffer;
+		while ((newline = strchr(line, '\n')) != NULL) {
+			*newline = '\0';
+			if (nlines < BENCH_STARTUP_LINES) {
+				lines[nlines].ms = ms;
+				snprintf(lines[nlines].text, sizeof lines[nlines].text, "%s", line);
+				nlines++;
+			}
+			if (strstr(line, ": refresh thread started") != NULL && thread_ms < 0)
+				thread_ms = ms;
+			if (strstr(line, ": first line, ") != NULL && ++first_lines == allowed)
+				all_lines_ms = ms;
+			if (bench_startup_decision(line, api, sizeof api, &is_fast)) {
+				fast += is_fast;
+				if (++decisions == API_CHOICE_COUNT) {
+					decision_ms = ms;
+					outcome = "decided";
+				}
+			}
+			if (strstr(line, "not starting") != NULL ||
+			    strstr(line, "cannot start") != NULL ||
+			    strstr(line, "answering with libc from now on") != NULL)
+				outcome = "not started";
+			line = newline + 1;
+		}
+		/* A partial line waits for its end; a line longer than the
+		 * buffer is dropped. */
+		used = strlen(line);
+		memmove(buffer, line, used + 1);
+		if (used == sizeof buffer - 1)
+			used = 0;
+		if (strcmp(outcome, "timeout") != 0)
+			break;
+	}
+	/* Later debug lines go where fasttime --debug sends them. */
+	dup2(saved, STDERR_FILENO);
+	close(saved);
+	close(fds[0]);
+
+	if (bench_options.csv) {
+		printf("source,api,metric,value\n");
+		printf("startup,-,first_call_us,%.1f\n", (double)first_call_ns / 1e3);
+		printf("startup,-,allowed_cpus,%u\n", allowed);
+		if (thread_ms >= 0)
+			printf("startup,-,thread_started_ms,%.3f\n", thread_ms);
+		if (all_lines_ms >= 0)
+			printf("startup,-,all_first_lines_ms,%.3f\n", all_lines_ms);
+		for (unsigned i = 0; i < nlines; i++) {
+			char cpu[32];
+			if (sscanf(lines[i].text, "fasttime: cpu %31[0-9]: first line,", cpu) == 1)
+				printf("startup,cpu%s,first_line_ms,%.3f\n", cpu, lines[i].ms);
+			if (bench_startup_decision(lines[i].text, api, sizeof api, &is_fast))
+				printf("startup,%s,decision,%s\n", api, is_fast ? "fast" : "libc");
+		}
+		if (decision_ms >= 0)
+			printf("startup,-,decision_ms,%.3f\n", decision_ms);
+		printf("startup,-,fast_apis,%u\n", fast);
+		printf("startup,-,outcome,%s\n", outcome);
+	} else {
+		printf("fasttime-bench %s: the library's start, timed from the first "
+		       "clock_gettime(MONOTONIC) (this thread calls it in a loop)\n",
+		       PACKAGE_VERSION);
+		printf("first call: %.1f us\n", (double)first_call_ns / 1e3);
+		for (unsigned i = 0; i < nlines; i++)
+			printf("%9.3f ms  %s\n", lines[i].ms, lines[i].text);
+		if (decision_ms >= 0 && fast > 0)
+			printf("fast path active %.3f ms after the first call, for %u of %u entry "
+			       "points\n",
+			       decision_ms, fast, (unsigned)API_CHOICE_COUNT);
+		else if (decision_ms >= 0)
+			printf("decided %.3f ms after the first call: libc answers every entry "
+			       "point here\n",
+			       decision_ms);
+		else if (strcmp(outcome, "timeout") == 0)
+			printf("no decision within %.0f s\n", BENCH_STARTUP_TIMEOUT_NS / 1e9);
+		else
+			printf("the library did not start its fast path\n");
+	}
+	return 0;
+}
+
+/* CPU time of one thread of this process in ns: the first field of
+ * schedstat, or utime + stime (clock ticks) where the kernel has none. */
+static bool bench_thread_cpu_ns(long tid, uint64_t *ns)
+{
+	char path[64], line[1024], *paren;
+	unsigned long long value, utime, stime;
+	bool found = false;
+	FILE *f;
+
+	snprintf(path, sizeof path, "/proc/self/task/%ld/schedstat", tid);
+	f = fopen(path, "r");
+	if (f != NULL) {
+		found = fscanf(f, "%llu", &value) == 1;
+		fclose(f);
+		if (found) {
+			*ns = value;
+			return true;
+		}
+	}
+	snprintf(path, sizeof path, "/proc/self/task/%ld/stat", tid);
+	f = fopen(path, "r");
+	if (f == NULL)
+		return false;
+	/* After "(comm) ": state and 10 more fields, then utime and stime. */
+	if (fgets(line, sizeof line, f) != NULL && (paren = strrchr(line, ')')) != NULL &&
+	    sscanf(paren + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &utime,
+		   &stime) == 2) {
+		*ns = (utime + stime) * (1000000000ull / (unsigned long long)sysconf(_SC_CLK_TCK));
+		found = true;
+	}
+	fclose(f);
+	return found;
+}
+
+/* A number from a "Key:   value" file in /proc (kB or a count). */
+static bool bench_proc_value(const char *path, const char *key, uint64_t *value)
+{
+	size_t length = strlen(key);
+	char line[256];
+	bool found = false;
+	FILE *f = fopen(path, "r");
+
+	if (f == NULL)
+		return false;
+	while (!found && fgets(line, sizeof line, f) != NULL)
+		if (strncmp(line, key, length) == 0 && line[length] == ':')
+			found = sscanf(line + length + 1, "%" SCNu64, value) == 1;
+	fclose(f);
+	return found;
+}
+
+/* The size and resident part, in KiB, of the thread's stack: the mapping
+ * that holds its stack pointer, which /proc shows while it is blocked in a
+ * system call (the refresh thread sleeps in one nearly all the time). The
+ * mapping also holds the thread's descriptor and static TLS. */
+static bool bench_thread_stack(long tid, uint64_t *size_kib, uint64_t *rss_kib)
+{
+	char path[64], line[512], *last = NULL, *before = NULL, *word;
+	uint64_t sp, low, high;
+	bool inside = false, have_size = false, have_rss = false;
+	FILE *f;
+
+	snprintf(path, sizeof path, "/proc/self/task/%ld/syscall", tid);
+	f = fopen(path, "r");
+	if (f == NULL)
+		return false;
+	if (fgets(line, sizeof line, f) == NULL)
+		line[0] = '\0';
+	fclose(f);
+	/* "nr arg... sp pc" (or "running"): the stack pointer is next to last. */
+	for (word = strtok(line, " \n"); word != NULL; word = strtok(NULL, " \n")) {
+		before = last;
+		last = word;
+	}
+	if (before == NULL || sscanf(before, "%" SCNx64, &sp) != 1 || sp == 0)
+		return false;
+	f = fopen("/proc/self/smaps", "r");
+	if (f == NULL)
+		return false;
+	while (fgets(line, sizeof line, f) != NULL) {
+		if (sscanf(line, "%" SCNx64 "-%" SCNx64 " ", &low, &high) == 2) {
+			if (inside)
+				break;
+			inside = sp >= low && sp < high;
+		} else if (inside && strncmp(line, "Size:", 5) == 0) {
+			have_size = sscanf(line + 5, "%" SCNu64, size_kib) == 1;
+		} else if (inside && strncmp(line, "Rss:", 4) == 0) {
+			have_rss = sscanf(line + 4, "%" SCNu64, rss_kib) == 1;
+		}
+	}
+	fclose(f);
+	return have_size && have_rss;
+}
+
+/* Resident KiB per mapped file (by its base name) and for anonymous memory,
+ * from /proc/self/smaps, with the process's private and proportional
+ * totals: what VmRSS adds up, so that a difference can be traced to the
+ * library's own file, to libc pages only its thread touches (shared with
+ * every program on the machine), or to memory of its own. */
+struct bench_mappings {
+	char names[64][64];
+	uint64_t rss_kib[64];
+	unsigned count;
+	uint64_t private_kib, pss_kib;
+};
+
+static void bench_read_mappings(struct bench_mappings *m)
+{
+	char line[512], name[64] = "anonymous";
+	FILE *f = fopen("/proc/self/smaps", "r");
+	uint64_t low, high, kib;
+
+	memset(m, 0, sizeof *m);
+	if (f == NULL)
+		return;
+	while (fgets(line, sizeof line, f) != NULL) {
+		char path[400] = "";
+		if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %*s %*s %*s %*s %399s", &low, &high,
+			   path) >= 2) {
+			const char *slash = strrchr(path, '/');
+			snprintf(name, sizeof name, "%s",
+				 path[0] == '\0' ? "anonymous" : slash != NULL ? slash + 1 : path);
+			for (char *c = name; *c != '\0'; c++)
+				if (*c == ',')
+					*c = '_';
+		} else if (sscanf(line, "Rss: %" SCNu64, &kib) == 1) {
+			unsigned i;
+			for (i = 0; i < m->count && strcmp(m->names[i], name) != 0; i++)
+				;
+			if (i == m->count && m->count < 64)
+				snprintf(m->names[m->count++], sizeof m->names[0], "%s", name);
+			if (i < m->count)
+				m->rss_kib[i] += kib;
+		} else if (sscanf(line, "Private_Clean: %" SCNu64, &kib) == 1 ||
+			   sscanf(line, "Private_Dirty: %" SCNu64, &kib) == 1) {
+			m->private_kib += kib;
+		} else if (sscanf(line, "Pss: %" SCNu64, &kib) == 1) {
+			m->pss_kib += kib;
+		}
+	}
+	fclose(f);
+}
+
+static void bench_sleep_until(uint64_t deadline_ns)
+{
+	struct timespec until = {
+		.tv_sec = (time_t)(deadline_ns / CLOCK_NS_PER_SEC),
+		.tv_nsec = (long)(deadline_ns % CLOCK_NS_PER_SEC),
+	};
+
+	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &until, NULL) == EINTR)
+		;
+}
+
+/* What the library costs a program that has read the clock once and then
+ * does nothing: its refresh thread's CPU time, and resident memory.
+ *
+ * The thread's first intervals are short (the ramp); after them it refreshes
+ * every configured interval and wakes every REFRESH_STEP_WATCH_NS to watch
+ * for a set clock. The window runs from the middle of one full interval to
+ * the middle of another, so that it holds a known number of rounds. */
+static int bench_idle(void)
+{
+	struct settings settings;
+	uint64_t interval_ns, ramp_ns = 0, start, window_start, window_end;
+	uint64_t cpu_before = 0, cpu_after = 0, vol_before = 0, vol_after = 0;
+	uint64_t invol_before = 0, invol_after = 0, rss = 0, anon = 0, file = 0;
+	uint64_t stack_size = 0, stack_rss = 0;
+	struct bench_mappings mappings;
+	const char *owner = bench_symbol_owner();
+	bool preloaded = bench_is_preloaded(owner), measured = false, stack = false;
+	unsigned rounds;
+	char path[96];
+	struct timespec ts;
+	long tid;
+
+	settings_load(&settings, bench_getenv, bench_ignore_warning);
+	interval_ns = (uint64_t)settings.interval_ms * 1000000ull;
+	for (unsigned round = 0; refresh_interval_after(round, interval_ns) < interval_ns; round++)
+		ramp_ns += refresh_interval_after(round, interval_ns);
+	rounds = (unsigned)(bench_options.idle * 1e9 / (double)interval_ns + 0.5);
+	if (rounds < 1)
+		rounds = 1;
+
+	start = bench_mono_ns();
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	bench_consume((uint64_t)ts.tv_nsec);
+	bench_sleep_until(start + ramp_ns + interval_ns / 2);
+	tid = bench_library_tid();
+	window_start = bench_mono_ns();
+	if (tid != 0) {
+		snprintf(path, sizeof path, "/proc/self/task/%ld/status", tid);
+		measured = bench_thread_cpu_ns(tid, &cpu_before);
+		bench_proc_value(path, "voluntary_ctxt_switches", &vol_before);
+		bench_proc_value(path, "nonvoluntary_ctxt_switches", &invol_before);
+	}
+	bench_sleep_until(window_start + rounds * interval_ns);
+	window_end = bench_mono_ns();
+	if (tid != 0) {
+		measured = measured && bench_thread_cpu_ns(tid, &cpu_after);
+		bench_proc_value(path, "voluntary_ctxt_switches", &vol_after);
+		bench_proc_value(path, "nonvoluntary_ctxt_switches", &invol_after);
+		stack = bench_thread_stack(tid, &stack_size, &stack_rss);
+	}
+	bench_proc_value("/proc/self/status", "VmRSS", &rss);
+	bench_proc_value("/proc/self/status", "RssAnon", &anon);
+	bench_proc_value("/proc/self/status", "RssFile", &file);
+	bench_read_mappings(&mappings);
+
+	if (bench_options.csv) {
+		double window_s = (double)(window_end - window_start) / 1e9;
+
+		printf("source,api,metric,value\n");
+		printf("idle,-,preloaded,%d\n", preloaded);
+		printf("idle,-,allowed_cpus,%u\n", bench_allowed_cpus());
+		printf("idle,-,interval_ms,%u\n", settings.interval_ms);
+		printf("idle,-,watch_step_ms,%llu\n", REFRESH_STEP_WATCH_NS / 1000000ull);
+		printf("idle,-,window_s,%.3f\n", window_s);
+		printf("idle,-,rounds,%u\n", rounds);
+		printf("idle,-,thread,%s\n", tid != 0 ? "running" : "none");
+		if (measured) {
+			printf("idle,-,thread_cpu_ns,%" PRIu64 "\n", cpu_after - cpu_before);
+			printf("idle,-,thread_cpu_percent,%.5f\n",
+			       (double)(cpu_after - cpu_before) / 1e9 / window_s * 100);
+			printf("idle,-,thread_voluntary_switches,%" PRIu64 "\n",
+			       vol_after - vol_before);
+			printf("idle,-,thread_involuntary_switches,%" PRIu64 "\n",
+			       invol_after - invol_before);
+		}
+		printf("idle,-,vmrss_kib,%" PRIu64 "\n", rss);
+		printf("idle,-,rssanon_kib,%" PRIu64 "\n", anon);
+		printf("idle,-,rssfile_kib,%" PRIu64 "\n", file);
+		printf("idle,-,private_kib,%" PRIu64 "\n", mappings.private_kib);
+		printf("idle,-,pss_kib,%" PRIu64 "\n", mappings.pss_kib);
+		for (unsigned i = 0; i < mappings.count; i++)
+			printf("idle,%s,rss_kib,%" PRIu64 "\n", mappings.names[i],
+			       mappings.rss_kib[i]);
+		if (stack) {
+			printf("idle,-,thread_stack_size_kib,%" PRIu64 "\n", stack_size);
+			printf("idle,-,thread_stack_rss_kib,%" PRIu64 "\n", stack_rss);
+		}
+	} else {
+		printf("fasttime-bench %s: clock_gettime called once (%s), then asleep\n",
+		       PACKAGE_VERSION, preloaded ? "the library's" : owner);
+		if (measured)
+			printf("refresh thread: %.3f ms of CPU in %.1f s (%u rounds every %u ms): "
+			       "%.5f %% of one core; %" PRIu64 " wake-ups\n",
+			       (double)(cpu_after - cpu_before) / 1e6,
+			       (double)(window_end - window_start) / 1e9, rounds,
+			       settings.interval_ms,
+			       (double)(cpu_after - cpu_before) /
+				   (double)(window_end - window_start) * 100,
+			       vol_after - vol_before);
+		else
+			printf("no refresh thread in this process\n");
+		printf("resident: %" PRIu64 " KiB (anonymous %" PRIu64 ", file %" PRIu64
+		       "); private %" PRIu64 " KiB, proportional %" PRIu64 " KiB\n",
+		       rss, anon, file, mappings.private_kib, mappings.pss_kib);
+		for (unsigned i = 0; i < mappings.count; i++)
+			if (mappings.rss_kib[i] > 0)
+				printf("  %6" PRIu64 " KiB  %s\n", mappings.rss_kib[i],
+				       mappings.names[i]);
+		if (stack)
+			printf("refresh thread's stack mapping: %" PRIu64 " KiB, %" PRIu64
+			       " KiB resident\n",
+			       stack_size, stack_rss);
+	}
+	return 0;
+}
+
 static bool bench_write_trace(FILE *f, const struct bench_trace *trace)
 {
 	fprintf(f, "# fasttime-bench %s: clock_gettime(MONOTONIC) against libc, first thread\n"
@@ -709,6 +1353,12 @@ int main(int argc, char **argv)
 		fprintf(stderr, "fasttime-bench: cannot find libc's own time functions\n");
 		return 1;
 	}
+	/* Before anything here reads the clock: both time the library from
+	 * its first call. */
+	if (bench_options.startup)
+		return bench_startup();
+	if (bench_options.idle > 0)
+		return bench_idle();
 	if (bench_options.trace != NULL) {
 		trace_file = fopen(bench_options.trace, "w");
 		if (trace_file == NULL) {
@@ -721,7 +1371,7 @@ int main(int argc, char **argv)
 	cpu_probe_kernel(&facts);
 	if (bench_options.symbols) {
 		owner = bench_symbol_owner();
-		preloaded = strncmp(owner, "libfasttime", 11) == 0;
+		preloaded = bench_is_preloaded(owner);
 		if (preloaded)
 			library = bench_wait_for_library(&waited_ms);
 	} else if (!bench_start_engine()) {
@@ -749,6 +1399,8 @@ int main(int argc, char **argv)
 	if (bench_options.csv) {
 		bench_merge(&merged, results, bench_options.threads);
 		bench_print_csv(&merged);
+		if (bench_options.threads > 1)
+			bench_print_csv_threads(results, bench_options.threads);
 		printf("bench,-,threads,%u\n", bench_options.threads);
 		printf("bench,-,seconds,%g\n", bench_options.seconds);
 		printf("bench,-,rounds,%u\n", merged.rounds);
