@@ -1,0 +1,28 @@
+/* libc's own time functions, looked up in libc.so.6 itself: what the
+ * benchmark compares with and times with, which a preload cannot answer. */
+#ifndef FASTTIME_BENCH_LIBC_H
+#define FASTTIME_BENCH_LIBC_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "clock.h"
+#include "libc.h"
+
+extern struct libc_time_functions bench_libc;
+
+/* Fills bench_libc; false when libc.so.6 lacks one of the functions. */
+bool bench_libc_find(void);
+
+/* libc's reading of clock id in ns. Inline: a sandwich of two of these
+ * around another reading is as narrow as two calls of libc's. */
+static inline uint64_t bench_libc_ns(clockid_t id)
+{
+	struct timespec ts;
+
+	bench_libc.clock_gettime(id, &ts);
+	return (uint64_t)ts.tv_sec * CLOCK_NS_PER_SEC + (uint64_t)ts.tv_nsec;
+}
+
+#endif

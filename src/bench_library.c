@@ -1,0 +1,141 @@
+/* The preloaded library seen from inside the process it runs in: from the
+ * dynamic linker (who defines clock_gettime) and from /proc (its thread). */
+#include "config.h"
+
+#include "bench_library.h"
+
+#include <dirent.h>
+#include <dlfcn.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "bench.h"
+#include "bench_libc.h"
+#include "bench_proc.h"
+
+/* The file whose clock_gettime this process calls: libc.so.6 natively,
+ * libfasttime.so under fasttime, a sanitizer's runtime where it intercepts
+ * the call. Comparing the address with libc's would take an interceptor for
+ * the library. */
+static const char *bench_library_owner(void)
+{
+	void *symbol = dlsym(RTLD_DEFAULT, "clock_gettime");
+	const char *slash;
+	Dl_info info;
+
+	if (symbol == NULL || dladdr(symbol, &info) == 0 || info.dli_fname == NULL ||
+	    info.dli_fname[0] == '\0')
+		return "unknown";
+	slash = strrchr(info.dli_fname, '/');
+	return slash != NULL ? slash + 1 : info.dli_fname;
+}
+
+void bench_library_find(struct bench_library *library)
+{
+	library->owner = bench_library_owner();
+	library->preloaded = strncmp(library->owner, "libfasttime", 11) == 0;
+	library->state = BENCH_LIBRARY_ABSENT;
+	library->waited_ms = 0;
+}
+
+uint64_t bench_library_first_call(void)
+{
+	uint64_t start = bench_libc_ns(CLOCK_MONOTONIC);
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	bench_consume((uint64_t)ts.tv_nsec);
+	return start;
+}
+
+long bench_library_tid(void)
+{
+	DIR *tasks = opendir("/proc/self/task");
+	struct dirent *task;
+	long tid = 0;
+
+	if (tasks == NULL)
+		return 0;
+	while (tid == 0 && (task = readdir(tasks)) != NULL) {
+		char line[64];
+		long id;
+
+		if (task->d_name[0] == '.')
+			continue;
+		id = strtol(task->d_name, NULL, 10);
+		if (bench_proc_task_line(id, "comm", line, sizeof line) &&
+		    strcmp(line, "fasttime\n") == 0)
+			tid = id;
+	}
+	closedir(tasks);
+	return tid;
+}
+
+/* The state letter of the library's refresh thread from /proc, or 0 when
+ * this process has no such thread. */
+static char bench_library_thread_state(void)
+{
+	long tid = bench_library_tid();
+	char line[512];
+	const char *fields;
+
+	if (tid == 0 || (fields = bench_proc_task_stat(tid, line, sizeof line)) == NULL)
+		return 0;
+	return fields[0];
+}
+
+/* Under the preload the process's functions answer with libc until the
+ * library's refresh thread has calibrated the CPUs and chosen its entry
+ * points: measuring that start would mix libc's cost into the library's.
+ * The thread sleeps between rounds, so once it is seen asleep a few
+ * milliseconds in a row its first round (and the choice) is over. No
+ * thread, or one that ended: the library is off here and answers with libc
+ * (fasttime --debug says why). A thread that never rests: measure anyway,
+ * and say so. */
+void bench_library_wait(struct bench_library *library)
+{
+	const struct timespec poll = {0, 1000000};
+	uint64_t start = bench_library_first_call(), waited;
+	unsigned asleep = 0;
+	bool seen = false;
+
+	for (;;) {
+		char state = bench_library_thread_state();
+
+		waited = bench_libc_ns(CLOCK_MONOTONIC) - start;
+		asleep = state == 'S' ? asleep + 1 : 0;
+		if (asleep >= 3) {
+			library->state = BENCH_LIBRARY_READY;
+			break;
+		}
+		if (state == 0 && (seen || waited > 500000000u)) {
+			library->state = BENCH_LIBRARY_ABSENT;
+			break;
+		}
+		if (waited > 5000000000u) {
+			library->state = BENCH_LIBRARY_BUSY;
+			break;
+		}
+		seen = seen || state != 0;
+		nanosleep(&poll, NULL);
+	}
+	library->waited_ms = (double)waited / 1e6;
+}
+
+/* getenv, as settings_load wants a lookup function. */
+static const char *bench_library_getenv(const char *name)
+{
+	return getenv(name);
+}
+
+/* The library has warned about its settings already. */
+static void bench_library_ignore_warning(const char *line)
+{
+	(void)line;
+}
+
+void bench_library_settings(struct settings *settings)
+{
+	settings_load(settings, bench_library_getenv, bench_library_ignore_warning);
+}

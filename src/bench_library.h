@@ -1,0 +1,38 @@
+/* The preloaded library as this process sees it: whose clock_gettime the
+ * process calls, the library's refresh thread and settings, its start. */
+#ifndef FASTTIME_BENCH_LIBRARY_H
+#define FASTTIME_BENCH_LIBRARY_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "settings.h"
+
+enum bench_library_state { BENCH_LIBRARY_READY, BENCH_LIBRARY_ABSENT, BENCH_LIBRARY_BUSY };
+
+struct bench_library {
+	const char *owner;		/* the file defining the process's clock_gettime */
+	bool preloaded;			/* owner is the preloaded library */
+	enum bench_library_state state; /* after bench_library_wait */
+	double waited_ms;		/* how long bench_library_wait took */
+};
+
+/* Fills owner and preloaded; the state stays BENCH_LIBRARY_ABSENT. */
+void bench_library_find(struct bench_library *library);
+
+/* Calls the clock and waits for the library's first round to be over;
+ * fills state and waited_ms. */
+void bench_library_wait(struct bench_library *library);
+
+/* Calls the process's clock_gettime once, the call that starts the
+ * library's thread; returns libc's MONOTONIC ns from just before it. */
+uint64_t bench_library_first_call(void);
+
+/* The thread id of the library's refresh thread (named "fasttime"), or 0
+ * when this process has no such thread. */
+long bench_library_tid(void);
+
+/* The FASTTIME_* settings as the library read them, without its warnings. */
+void bench_library_settings(struct settings *settings);
+
+#endif

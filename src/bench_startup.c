@@ -1,0 +1,233 @@
+/* The preloaded library's start, timed from the first time call. The
+ * library says how far it got only through its FASTTIME_DEBUG lines, so
+ * they are read through a pipe put on stderr before that call and stamped
+ * with libc's own clock as they arrive (at most a few microseconds late:
+ * the pipe is polled between short bursts of calls). Meanwhile this thread
+ * keeps calling the clock, as a program that times things from its first
+ * instruction would. */
+#include "config.h"
+
+#include "bench_startup.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "api_choice.h"
+#include "bench.h"
+#include "bench_libc.h"
+#include "bench_library.h"
+#include "bench_proc.h"
+#include "settings.h"
+
+#define BENCH_STARTUP_LINES	 64u
+#define BENCH_STARTUP_TIMEOUT_NS 5000000000ull
+
+/* One library debug line as the start-up timing saw it. */
+struct bench_startup_line {
+	double ms; /* since just before the first time call */
+	char text[200];
+};
+
+/* What the debug lines said, and when (ms after the first call, or -1). */
+struct bench_startup_result {
+	struct bench_startup_line lines[BENCH_STARTUP_LINES];
+	unsigned nlines;
+	unsigned allowed;     /* CPUs: the first lines to wait for */
+	unsigned first_lines; /* seen so far */
+	unsigned decisions;   /* per-API decisions seen so far */
+	unsigned fast;	      /* entry points the library answers itself */
+	uint64_t first_call_ns;
+	double thread_ms, all_lines_ms, decision_ms;
+	const char *outcome; /* "decided", "not started" or "timeout" */
+};
+
+/* "fasttime: API: libc X ns, fasttime Y ns: fast|libc", the library's
+ * per-API decision: the API's name into api and whether it went fast. */
+static bool bench_startup_decision(const char *text, char *api, size_t size, bool *fast)
+{
+	const char *libc = strstr(text, ": libc ");
+	size_t n = strlen(text);
+
+	if (strncmp(text, "fasttime: ", 10) != 0 || libc == NULL ||
+	    strstr(libc, " ns, fasttime ") == NULL || n < 6)
+		return false;
+	if (strcmp(text + n - 6, ": fast") == 0)
+		*fast = true;
+	else if (strcmp(text + n - 6, ": libc") == 0)
+		*fast = false;
+	else
+		return false;
+	snprintf(api, size, "%.*s", (int)(libc - text - 10), text + 10);
+	return true;
+}
+
+/* Keeps one complete line, arrived ms after the first call, and what it
+ * tells of the start. */
+static void bench_startup_take(struct bench_startup_result *r, const char *line, double ms)
+{
+	char api[64];
+	bool is_fast;
+
+	if (r->nlines < BENCH_STARTUP_LINES) {
+		r->lines[r->nlines].ms = ms;
+		snprintf(r->lines[r->nlines].text, sizeof r->lines[r->nlines].text, "%s", line);
+		r->nlines++;
+	}
+	if (strstr(line, ": refresh thread started") != NULL && r->thread_ms < 0)
+		r->thread_ms = ms;
+	if (strstr(line, ": first line, ") != NULL && ++r->first_lines == r->allowed)
+		r->all_lines_ms = ms;
+	if (bench_startup_decision(line, api, sizeof api, &is_fast)) {
+		r->fast += is_fast;
+		if (++r->decisions == API_CHOICE_COUNT) {
+			r->decision_ms = ms;
+			r->outcome = "decided";
+		}
+	}
+	if (strstr(line, "not starting") != NULL || strstr(line, "cannot start") != NULL ||
+	    strstr(line, "answering with libc from now on") != NULL)
+		r->outcome = "not started";
+}
+
+/* Makes the first call and keeps calling, reading the library's lines from
+ * fd, until it has decided, has not started, or the timeout. */
+static void bench_startup_watch(struct bench_startup_result *r, int fd)
+{
+	char buffer[4096];
+	size_t used = 0;
+	uint64_t start = bench_library_first_call();
+
+	r->first_call_ns = bench_libc_ns(CLOCK_MONOTONIC) - start;
+	for (;;) {
+		struct timespec ts;
+		ssize_t n;
+		char *line, *newline;
+		double ms;
+
+		for (unsigned i = 0; i < 64; i++) {
+			clock_gettime(CLOCK_MONOTONIC, &ts);
+			bench_consume((uint64_t)ts.tv_nsec);
+		}
+		if (bench_libc_ns(CLOCK_MONOTONIC) - start > BENCH_STARTUP_TIMEOUT_NS)
+			break;
+		n = read(fd, buffer + used, sizeof buffer - 1 - used);
+		if (n <= 0)
+			continue;
+		ms = (double)(bench_libc_ns(CLOCK_MONOTONIC) - start) / 1e6;
+		used += (size_t)n;
+		buffer[used] = '\0';
+		line = buffer;
+		while ((newline = strchr(line, '\n')) != NULL) {
+			*newline = '\0';
+			bench_startup_take(r, line, ms);
+			line = newline + 1;
+		}
+		/* A partial line waits for its end; a line longer than the
+		 * buffer is dropped. */
+		used = strlen(line);
+		memmove(buffer, line, used + 1);
+		if (used == sizeof buffer - 1)
+			used = 0;
+		if (strcmp(r->outcome, "timeout") != 0)
+			break;
+	}
+}
+
+/* The result as source,api,metric,value lines. */
+static void bench_startup_csv(const struct bench_startup_result *r)
+{
+	char api[64];
+	bool is_fast;
+
+	printf("source,api,metric,value\n");
+	printf("startup,-,first_call_us,%.1f\n", (double)r->first_call_ns / 1e3);
+	printf("startup,-,allowed_cpus,%u\n", r->allowed);
+	if (r->thread_ms >= 0)
+		printf("startup,-,thread_started_ms,%.3f\n", r->thread_ms);
+	if (r->all_lines_ms >= 0)
+		printf("startup,-,all_first_lines_ms,%.3f\n", r->all_lines_ms);
+	for (unsigned i = 0; i < r->nlines; i++) {
+		char cpu[32];
+		if (sscanf(r->lines[i].text, "fasttime: cpu %31[0-9]: first line,", cpu) == 1)
+			printf("startup,cpu%s,first_line_ms,%.3f\n", cpu, r->lines[i].ms);
+		if (bench_startup_decision(r->lines[i].text, api, sizeof api, &is_fast))
+			printf("startup,%s,decision,%s\n", api, is_fast ? "fast" : "libc");
+	}
+	if (r->decision_ms >= 0)
+		printf("startup,-,decision_ms,%.3f\n", r->decision_ms);
+	printf("startup,-,fast_apis,%u\n", r->fast);
+	printf("startup,-,outcome,%s\n", r->outcome);
+}
+
+/* The result for a person: every line with its time, then the verdict. */
+static void bench_startup_table(const struct bench_startup_result *r)
+{
+	printf("fasttime-bench %s: the library's start, timed from the first "
+	       "clock_gettime(MONOTONIC) (this thread calls it in a loop)\n",
+	       PACKAGE_VERSION);
+	printf("first call: %.1f us\n", (double)r->first_call_ns / 1e3);
+	for (unsigned i = 0; i < r->nlines; i++)
+		printf("%9.3f ms  %s\n", r->lines[i].ms, r->lines[i].text);
+	if (r->decision_ms >= 0 && r->fast > 0)
+		printf("fast path active %.3f ms after the first call, for %u of %u entry "
+		       "points\n",
+		       r->decision_ms, r->fast, (unsigned)API_CHOICE_COUNT);
+	else if (r->decision_ms >= 0)
+		printf("decided %.3f ms after the first call: libc answers every entry "
+		       "point here\n",
+		       r->decision_ms);
+	else if (strcmp(r->outcome, "timeout") == 0)
+		printf("no decision within %.0f s\n", BENCH_STARTUP_TIMEOUT_NS / 1e9);
+	else
+		printf("the library did not start its fast path\n");
+}
+
+int bench_startup_run(void)
+{
+	struct bench_startup_result result = {
+	    .allowed = bench_proc_allowed_cpus(),
+	    .thread_ms = -1,
+	    .all_lines_ms = -1,
+	    .decision_ms = -1,
+	    .outcome = "timeout",
+	};
+	struct bench_library library;
+	struct settings settings;
+	int fds[2], saved;
+
+	bench_library_find(&library);
+	bench_library_settings(&settings);
+	if (!library.preloaded) {
+		fprintf(stderr, "fasttime-bench: --startup wants the library preloaded "
+				"(fasttime --debug fasttime-bench --startup)\n");
+		return 2;
+	}
+	if (!settings.debug) {
+		fprintf(stderr, "fasttime-bench: --startup reads the library's debug lines: "
+				"run it with FASTTIME_DEBUG=1 (fasttime --debug)\n");
+		return 2;
+	}
+	if (pipe(fds) != 0 || fcntl(fds[0], F_SETFL, O_NONBLOCK) != 0 ||
+	    (saved = dup(STDERR_FILENO)) < 0 || dup2(fds[1], STDERR_FILENO) < 0) {
+		fprintf(stderr, "fasttime-bench: cannot catch the library's output: %s\n",
+			strerror(errno));
+		return 1;
+	}
+	close(fds[1]);
+
+	bench_startup_watch(&result, fds[0]);
+	/* Later debug lines go where fasttime --debug sends them. */
+	dup2(saved, STDERR_FILENO);
+	close(saved);
+	close(fds[0]);
+
+	if (bench_options.csv)
+		bench_startup_csv(&result);
+	else
+		bench_startup_table(&result);
+	return 0;
+}
