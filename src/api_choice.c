@@ -7,7 +7,7 @@
 #include "clock.h"
 #include "libc.h"
 
-#define API_CHOICE_CALLS 1000u
+#define API_CHOICE_CALLS  1000u
 #define API_CHOICE_ROUNDS 15u
 /* The fast path must win by this factor: a tie measured on a noisy machine
  * must not send an entry point through the library for nothing. */

@@ -16,8 +16,8 @@ enum api_choice_index {
 
 struct api_cost {
 	const char *name;
-	uint32_t flag;           /* its CLOCK_API_* bit */
-	double libc_ns;          /* per call, the best of several rounds */
+	uint32_t flag;	/* its CLOCK_API_* bit */
+	double libc_ns; /* per call, the best of several rounds */
 	double fast_ns;
 };
 

@@ -40,7 +40,7 @@
 #include "bench_startup.h"
 #include "cpu.h"
 
-struct bench_options bench_options = {.seconds = 3.0, .threads = 1};
+struct bench_options bench_options = { .seconds = 3.0, .threads = 1 };
 
 /* The usage text, on stdout for --help and on stderr after a bad option. */
 static void bench_usage(FILE *out)
@@ -77,15 +77,15 @@ static void bench_usage(FILE *out)
 static bool bench_parse(int argc, char **argv)
 {
 	static const struct option longs[] = {
-	    {"seconds", required_argument, NULL, 's'},
-	    {"threads", required_argument, NULL, 't'},
-	    {"symbols", no_argument, NULL, 'y'},
-	    {"csv", no_argument, NULL, 'c'},
-	    {"trace", required_argument, NULL, 'r'},
-	    {"startup", no_argument, NULL, 'u'},
-	    {"idle", required_argument, NULL, 'i'},
-	    {"help", no_argument, NULL, 'h'},
-	    {NULL, 0, NULL, 0},
+		{ "seconds", required_argument, NULL, 's' },
+		{ "threads", required_argument, NULL, 't' },
+		{ "symbols", no_argument, NULL, 'y' },
+		{ "csv", no_argument, NULL, 'c' },
+		{ "trace", required_argument, NULL, 'r' },
+		{ "startup", no_argument, NULL, 'u' },
+		{ "idle", required_argument, NULL, 'i' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
 	};
 	int opt;
 
@@ -156,9 +156,9 @@ static bool bench_parse(int argc, char **argv)
 int main(int argc, char **argv)
 {
 	struct cpu_facts facts;
-	struct bench_library library = {.owner = NULL, .state = BENCH_LIBRARY_ABSENT};
+	struct bench_library library = { .owner = NULL, .state = BENCH_LIBRARY_ABSENT };
 	struct bench_result *results, merged;
-	struct bench_trace trace = {0};
+	struct bench_trace trace = { 0 };
 	FILE *trace_file = NULL;
 	int status = 0;
 

@@ -152,8 +152,8 @@ static void bench_idle_mappings(struct bench_idle_mappings *m, uint64_t sp)
 static void bench_idle_sleep_until(uint64_t deadline_ns)
 {
 	struct timespec until = {
-	    .tv_sec = (time_t)(deadline_ns / CLOCK_NS_PER_SEC),
-	    .tv_nsec = (long)(deadline_ns % CLOCK_NS_PER_SEC),
+		.tv_sec = (time_t)(deadline_ns / CLOCK_NS_PER_SEC),
+		.tv_nsec = (long)(deadline_ns % CLOCK_NS_PER_SEC),
 	};
 
 	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &until, NULL) == EINTR)
@@ -266,7 +266,7 @@ static void bench_idle_table(const struct bench_idle_result *r)
 
 int bench_idle_run(void)
 {
-	struct bench_idle_result result = {.tid = 0};
+	struct bench_idle_result result = { .tid = 0 };
 
 	bench_library_find(&result.library);
 	bench_library_settings(&result.settings);

@@ -95,7 +95,7 @@ static char bench_library_thread_state(void)
  * and say so. */
 void bench_library_wait(struct bench_library *library)
 {
-	const struct timespec poll = {0, 1000000};
+	const struct timespec poll = { 0, 1000000 };
 	uint64_t start = bench_library_first_call(), waited;
 	unsigned asleep = 0;
 	bool seen = false;

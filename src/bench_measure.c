@@ -70,8 +70,8 @@ bench_measure_answer(enum bench_source source, enum bench_api api, struct timesp
 static inline __attribute__((always_inline)) uint64_t bench_measure_call(enum bench_source source,
 									 enum bench_api api)
 {
-	struct timespec ts = {0, 0};
-	struct timeval tv = {0, 0};
+	struct timespec ts = { 0, 0 };
+	struct timeval tv = { 0, 0 };
 	time_t t = 0;
 
 	bench_measure_answer(source, api, &ts, &tv, &t);
@@ -108,10 +108,10 @@ typedef void (*bench_measure_loop_fn)(unsigned n);
 		    bench_measure_loop_##source##_BENCH_BOOTTIME                                   \
 	}
 static const bench_measure_loop_fn bench_measure_loops[BENCH_SOURCES][BENCH_APIS] = {
-    BENCH_MEASURE_ROW(BENCH_LIBC),
-    BENCH_MEASURE_ROW(BENCH_ORDERED),
-    BENCH_MEASURE_ROW(BENCH_RELAXED),
-    BENCH_MEASURE_ROW(BENCH_SYMBOL),
+	BENCH_MEASURE_ROW(BENCH_LIBC),
+	BENCH_MEASURE_ROW(BENCH_ORDERED),
+	BENCH_MEASURE_ROW(BENCH_RELAXED),
+	BENCH_MEASURE_ROW(BENCH_SYMBOL),
 };
 
 /* The instruction alone, its result consumed as the clock loops consume
@@ -134,7 +134,8 @@ static __attribute__((noinline)) void bench_measure_loop_rdtscp(unsigned n)
 }
 
 static const bench_measure_loop_fn bench_measure_bare_loops[BENCH_BARES] = {
-    bench_measure_loop_rdtsc, bench_measure_loop_rdtscp};
+	bench_measure_loop_rdtsc, bench_measure_loop_rdtscp
+};
 
 /* Per-call cost of MONOTONIC in batches, into a histogram of tenths of ns. */
 static void bench_measure_batches(enum bench_source source, unsigned batches, struct histogram *h)
@@ -152,7 +153,7 @@ static void bench_measure_batches(enum bench_source source, unsigned batches, st
 /* The source's reading of MONOTONIC or REALTIME, in ns. */
 static uint64_t bench_measure_read_ns(enum bench_source source, bool realtime)
 {
-	struct timespec ts = {0, 0};
+	struct timespec ts = { 0, 0 };
 	struct timeval tv;
 	time_t t;
 
@@ -374,7 +375,7 @@ void bench_measure_merge(struct bench_result *into, const struct bench_result *r
 
 bool bench_measure_start_engine(const struct cpu_facts *facts)
 {
-	struct settings settings = {.interval_ms = SETTINGS_DEFAULT_INTERVAL_MS};
+	struct settings settings = { .interval_ms = SETTINGS_DEFAULT_INTERVAL_MS };
 
 	if (cpu_unusable_reason(facts) != NULL) {
 		fprintf(stderr, "fasttime-bench: the fast path cannot run here: %s\n",

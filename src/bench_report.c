@@ -10,14 +10,14 @@
 
 #include "bench.h"
 
-static const char *const bench_report_source_names[BENCH_SOURCES] = {"libc", "ordered", "relaxed",
-								     "process"};
+static const char *const bench_report_source_names[BENCH_SOURCES] = { "libc", "ordered", "relaxed",
+								      "process" };
 static const char *const bench_report_api_names[BENCH_APIS] = {
-    "clock_gettime(MONOTONIC)", "clock_gettime(REALTIME)", "gettimeofday", "time",
-    "timespec_get(TIME_UTC)",	"clock_gettime(BOOTTIME)",
+	"clock_gettime(MONOTONIC)", "clock_gettime(REALTIME)", "gettimeofday", "time",
+	"timespec_get(TIME_UTC)",   "clock_gettime(BOOTTIME)",
 };
-static const char *const bench_report_bare_names[BENCH_BARES] = {"rdtsc", "rdtscp"};
-static const char *const bench_report_library_state_names[] = {"ready", "absent", "busy"};
+static const char *const bench_report_bare_names[BENCH_BARES] = { "rdtsc", "rdtscp" };
+static const char *const bench_report_library_state_names[] = { "ready", "absent", "busy" };
 
 /* Whether the engine's read path for api is compared with the floor: the
  * entry points that read the counter (time() does too, but libc answers it
@@ -31,11 +31,12 @@ static bool bench_report_has_floor(enum bench_api api)
 static void bench_report_csv_result(const struct bench_result *r)
 {
 	/* Enough points for a percentile curve; the table picks its own. */
-	static const double curve[] = {1,    5,	   10,	  20,	 25,	 30,	40, 50,
-				       60,   70,   75,	  80,	 90,	 95,	97, 99,
-				       99.5, 99.9, 99.95, 99.99, 99.995, 99.999};
-	static const char *const clock_api[2] = {"clock_gettime(MONOTONIC)",
-						 "clock_gettime(REALTIME)"};
+	static const double curve[] = {
+		1,  5,	10, 20, 25, 30,	  40,	50,    60,    70,     75,
+		80, 90, 95, 97, 99, 99.5, 99.9, 99.95, 99.99, 99.995, 99.999
+	};
+	static const char *const clock_api[2] = { "clock_gettime(MONOTONIC)",
+						  "clock_gettime(REALTIME)" };
 
 	printf("source,api,metric,value\n");
 	for (unsigned s = 0; s < BENCH_SOURCES; s++) {

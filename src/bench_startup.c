@@ -189,11 +189,11 @@ static void bench_startup_table(const struct bench_startup_result *r)
 int bench_startup_run(void)
 {
 	struct bench_startup_result result = {
-	    .allowed = bench_proc_allowed_cpus(),
-	    .thread_ms = -1,
-	    .all_lines_ms = -1,
-	    .decision_ms = -1,
-	    .outcome = "timeout",
+		.allowed = bench_proc_allowed_cpus(),
+		.thread_ms = -1,
+		.all_lines_ms = -1,
+		.decision_ms = -1,
+		.outcome = "timeout",
 	};
 	struct bench_library library;
 	struct settings settings;

@@ -26,20 +26,20 @@ struct calib_sample {
 
 /* The state of one CPU's calibration, owned by the refresh thread. */
 struct calib_cpu {
-	bool has_anchor;            /* a previous sample to measure a slope from */
+	bool has_anchor; /* a previous sample to measure a slope from */
 	struct calib_sample anchor;
-	uint64_t slope_mult;        /* the measured ns per tick, as in calib_line */
-	struct calib_line line;     /* what is published for readers */
-	int64_t last_error_ns;      /* kernel minus line at the last sample */
+	uint64_t slope_mult;	     /* the measured ns per tick, as in calib_line */
+	struct calib_line line;	     /* what is published for readers */
+	int64_t last_error_ns;	     /* kernel minus line at the last sample */
 	uint64_t narrowest_width_ns; /* the narrowest sandwich ever seen here */
 };
 
 enum calib_outcome {
-	CALIB_NEED_MORE,   /* first sample kept as anchor; no line yet */
-	CALIB_FIRST_LINE,  /* a line exists for the first time */
-	CALIB_CONTINUED,   /* the line continues, bent to absorb the error */
-	CALIB_STEPPED,     /* the error was too large to absorb: the line jumps */
-	CALIB_REJECTED,    /* the sample was unusable; the line and anchor are unchanged */
+	CALIB_NEED_MORE,  /* first sample kept as anchor; no line yet */
+	CALIB_FIRST_LINE, /* a line exists for the first time */
+	CALIB_CONTINUED,  /* the line continues, bent to absorb the error */
+	CALIB_STEPPED,	  /* the error was too large to absorb: the line jumps */
+	CALIB_REJECTED,	  /* the sample was unusable; the line and anchor are unchanged */
 };
 
 /* The largest rate at which an error is paid back, in parts per million:

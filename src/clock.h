@@ -22,13 +22,13 @@
 /* api_flags bits: which entry points answer from the TSC, and how. */
 enum clock_api {
 	/* Bit n is clock id n, so the entry point tests (flags >> id) & 1. */
-	CLOCK_API_REALTIME = 1u << CLOCK_REALTIME,    /* clock_gettime(CLOCK_REALTIME) */
-	CLOCK_API_MONOTONIC = 1u << CLOCK_MONOTONIC,  /* clock_gettime(CLOCK_MONOTONIC) */
+	CLOCK_API_REALTIME = 1u << CLOCK_REALTIME,   /* clock_gettime(CLOCK_REALTIME) */
+	CLOCK_API_MONOTONIC = 1u << CLOCK_MONOTONIC, /* clock_gettime(CLOCK_MONOTONIC) */
 	CLOCK_API_GETTIMEOFDAY = 1u << 2,
 	CLOCK_API_TIME = 1u << 3,
 	CLOCK_API_TIMESPEC_GET = 1u << 4,
 	CLOCK_API_ALL = 0x1fu,
-	CLOCK_MODE_RELAXED = 1u << 8,    /* rdtsc + rseq CPU id instead of rdtscp */
+	CLOCK_MODE_RELAXED = 1u << 8, /* rdtsc + rseq CPU id instead of rdtscp */
 };
 
 /* A cached second: tv_sec for any ns in [sec * 1e9, (sec + 1) * 1e9). One
@@ -40,14 +40,13 @@ struct clock_second {
 
 /* Per-thread state, in the static TLS block: one load, no call. */
 struct clock_thread_state {
-	uint64_t last_mono_ns;      /* the monotonic clamp */
-	uint32_t last_cpu;          /* whose line to load before the TSC read */
+	uint64_t last_mono_ns; /* the monotonic clamp */
+	uint32_t last_cpu;     /* whose line to load before the TSC read */
 	struct clock_second mono_second;
 	struct clock_second real_second;
 };
 
-extern __thread struct clock_thread_state clock_thread
-	__attribute__((tls_model("initial-exec")));
+extern __thread struct clock_thread_state clock_thread __attribute__((tls_model("initial-exec")));
 
 /* Out of line: the rare cases, kept off the inline path. */
 uint64_t clock_clamp_backwards(uint64_t ns);
@@ -152,7 +151,6 @@ static inline void clock_to_timespec(struct clock_second *second, uint64_t ns, s
 	ts->tv_sec = (time_t)sec;
 	ts->tv_nsec = (long)rest;
 }
-
 
 /* The answers each entry point gives; false means "ask libc". */
 static inline bool clock_answer_monotonic(uint32_t flags, struct timespec *ts)

@@ -8,20 +8,20 @@
 
 /* Linux writes (node << 12 | cpu) into TSC_AUX; 12 bits of CPU id. */
 #define CPU_AUX_CPU_MASK 0xfffu
-#define CPU_MAX_CPUS 4096u
+#define CPU_MAX_CPUS	 4096u
 
 /* Facts about this processor and kernel, gathered once at run time. */
 struct cpu_facts {
-	bool invariant_tsc;        /* CPUID 0x80000007 EDX bit 8 */
-	bool has_rdtscp;           /* CPUID 0x80000001 EDX bit 27 */
-	bool has_avx;              /* 16-byte aligned loads are atomic */
-	bool has_cmpxchg16b;       /* CPUID 1 ECX bit 13 */
-	bool kernel_probed;        /* cpu_probe_kernel has run */
-	bool kernel_uses_tsc;      /* "tsc" is among the available clocksources */
-	bool rseq_registered;      /* glibc registered rseq for this thread */
+	bool invariant_tsc;   /* CPUID 0x80000007 EDX bit 8 */
+	bool has_rdtscp;      /* CPUID 0x80000001 EDX bit 27 */
+	bool has_avx;	      /* 16-byte aligned loads are atomic */
+	bool has_cmpxchg16b;  /* CPUID 1 ECX bit 13 */
+	bool kernel_probed;   /* cpu_probe_kernel has run */
+	bool kernel_uses_tsc; /* "tsc" is among the available clocksources */
+	bool rseq_registered; /* glibc registered rseq for this thread */
 	char vendor[13];
 	char brand[49];
-	char clocksource[64];      /* the current clocksource, for diagnostics */
+	char clocksource[64]; /* the current clocksource, for diagnostics */
 };
 
 /* Reads CPUID; touches no file. Clears the kernel facts. */
@@ -71,10 +71,7 @@ bool cpu_rseq_init(void);
 static inline uint32_t cpu_rseq_current(void)
 {
 	uint32_t cpu;
-	__asm__ volatile("movl %%fs:(%1), %0"
-			 : "=r"(cpu)
-			 : "r"(cpu_rseq_cpu_id_offset)
-			 : "memory");
+	__asm__ volatile("movl %%fs:(%1), %0" : "=r"(cpu) : "r"(cpu_rseq_cpu_id_offset) : "memory");
 	return cpu;
 }
 

@@ -6,11 +6,11 @@
 
 #include <stdint.h>
 
-#define HISTOGRAM_SUB_BITS 6u
+#define HISTOGRAM_SUB_BITS    6u
 #define HISTOGRAM_SUB_BUCKETS (1u << HISTOGRAM_SUB_BITS)
 /* Groups 0 and 1 are one unit wide; each later group doubles: 50 groups
  * reach past 2^55 ns, longer than any run. */
-#define HISTOGRAM_GROUPS 50u
+#define HISTOGRAM_GROUPS  50u
 #define HISTOGRAM_BUCKETS (HISTOGRAM_GROUPS * HISTOGRAM_SUB_BUCKETS)
 
 struct histogram {

@@ -31,9 +31,10 @@ void libc_resolve(void)
 		return;
 	libc_resolving = true;
 	if (libc_time.clock_gettime == NULL)
-		__atomic_store_n(&libc_time.clock_gettime,
-				 (int (*)(clockid_t, struct timespec *))libc_lookup("clock_gettime"),
-				 __ATOMIC_RELEASE);
+		__atomic_store_n(
+		    &libc_time.clock_gettime,
+		    (int (*)(clockid_t, struct timespec *))libc_lookup("clock_gettime"),
+		    __ATOMIC_RELEASE);
 	if (libc_time.gettimeofday == NULL)
 		__atomic_store_n(&libc_time.gettimeofday,
 				 (int (*)(struct timeval *, void *))libc_lookup("gettimeofday"),

@@ -37,7 +37,7 @@ int libc_unresolved_timespec_get(struct timespec *ts, int base);
 static inline int libc_clock_gettime(clockid_t id, struct timespec *ts)
 {
 	int (*fn)(clockid_t, struct timespec *) =
-		__atomic_load_n(&libc_time.clock_gettime, __ATOMIC_ACQUIRE);
+	    __atomic_load_n(&libc_time.clock_gettime, __ATOMIC_ACQUIRE);
 
 	if (__builtin_expect(fn == NULL, 0))
 		return libc_unresolved_clock_gettime(id, ts);
@@ -47,7 +47,7 @@ static inline int libc_clock_gettime(clockid_t id, struct timespec *ts)
 static inline int libc_gettimeofday(struct timeval *tv, void *tz)
 {
 	int (*fn)(struct timeval *, void *) =
-		__atomic_load_n(&libc_time.gettimeofday, __ATOMIC_ACQUIRE);
+	    __atomic_load_n(&libc_time.gettimeofday, __ATOMIC_ACQUIRE);
 
 	if (__builtin_expect(fn == NULL, 0))
 		return libc_unresolved_gettimeofday(tv, tz);
@@ -66,7 +66,7 @@ static inline time_t libc_time_now(time_t *t)
 static inline int libc_timespec_get(struct timespec *ts, int base)
 {
 	int (*fn)(struct timespec *, int) =
-		__atomic_load_n(&libc_time.timespec_get, __ATOMIC_ACQUIRE);
+	    __atomic_load_n(&libc_time.timespec_get, __ATOMIC_ACQUIRE);
 
 	if (__builtin_expect(fn == NULL, 0))
 		return libc_unresolved_timespec_get(ts, base);

@@ -83,8 +83,8 @@ static __attribute__((noinline)) int preload_libc_monotonic_clamped(struct times
 }
 
 /* Everything the TSC does not answer: libc's own function, after making sure
- * the refresh thread runs if this clock is one it could answer. Kept apart so that the pass-through path is a few
- * instructions and a tail jump. */
+ * the refresh thread runs if this clock is one it could answer. Kept apart so that the pass-through
+ * path is a few instructions and a tail jump. */
 static __attribute__((noinline)) int preload_fallback_clock_gettime(clockid_t id,
 								    struct timespec *ts)
 {

@@ -28,12 +28,12 @@
 
 /* What the refresh thread knows about one CPU, also shown by fasttime --info. */
 struct refresh_cpu {
-	bool allowed;               /* in the process's affinity mask */
-	bool dropped;               /* failed too long: answering with libc */
+	bool allowed; /* in the process's affinity mask */
+	bool dropped; /* failed too long: answering with libc */
 	struct calib_cpu calib;
 	enum calib_outcome last_outcome;
 	uint64_t last_sample_mono_ns;
-	uint64_t failing_since_ns;  /* 0 while it succeeds */
+	uint64_t failing_since_ns; /* 0 while it succeeds */
 	uint32_t node;
 };
 
@@ -46,10 +46,10 @@ extern bool refresh_apis_chosen;
  * constructor. */
 void refresh_configure(const struct settings *settings, const struct cpu_facts *facts);
 enum refresh_state {
-	REFRESH_IDLE,      /* no thread yet: the next time call starts one */
-	REFRESH_STARTING,  /* one caller is creating it */
+	REFRESH_IDLE,	  /* no thread yet: the next time call starts one */
+	REFRESH_STARTING, /* one caller is creating it */
 	REFRESH_RUNNING,
-	REFRESH_OFF,       /* not wanted, not possible, or could not start */
+	REFRESH_OFF, /* not wanted, not possible, or could not start */
 };
 extern int refresh_state;
 

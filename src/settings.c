@@ -31,7 +31,7 @@ static void settings_printable(char *out, size_t size, const char *value)
 }
 
 static void settings_warn_value(settings_warn_fn warn, const char *name, const char *value,
-			      const char *expected, const char *using)
+				const char *expected, const char *using)
 {
 	char shown[48];
 	char line[256];
@@ -96,7 +96,7 @@ void settings_load(struct settings *settings, settings_lookup_fn lookup, setting
 	interval = lookup("FASTTIME_INTERVAL_MS");
 	if (interval != NULL && *interval != '\0' &&
 	    !settings_parse_range(interval, SETTINGS_MIN_INTERVAL_MS, SETTINGS_MAX_INTERVAL_MS,
-				&settings->interval_ms)) {
+				  &settings->interval_ms)) {
 		char expected[64];
 		snprintf(expected, sizeof expected, "milliseconds from %u to %u",
 			 SETTINGS_MIN_INTERVAL_MS, SETTINGS_MAX_INTERVAL_MS);

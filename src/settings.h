@@ -6,15 +6,15 @@
 #include <stdint.h>
 
 #define SETTINGS_DEFAULT_INTERVAL_MS 5000u
-#define SETTINGS_MIN_INTERVAL_MS 10u
-#define SETTINGS_MAX_INTERVAL_MS 3600000u
+#define SETTINGS_MIN_INTERVAL_MS     10u
+#define SETTINGS_MAX_INTERVAL_MS     3600000u
 
 struct settings {
-	bool disabled;          /* FASTTIME_DISABLE: pure pass-through */
-	bool relaxed;           /* FASTTIME_MODE=relaxed */
-	bool debug;             /* FASTTIME_DEBUG: calibration events on stderr */
-	bool force;             /* FASTTIME_FORCE: the TSC even where libc measured faster */
-	uint32_t interval_ms;   /* FASTTIME_INTERVAL_MS */
+	bool disabled;	      /* FASTTIME_DISABLE: pure pass-through */
+	bool relaxed;	      /* FASTTIME_MODE=relaxed */
+	bool debug;	      /* FASTTIME_DEBUG: calibration events on stderr */
+	bool force;	      /* FASTTIME_FORCE: the TSC even where libc measured faster */
+	uint32_t interval_ms; /* FASTTIME_INTERVAL_MS */
 };
 
 /* Looks up one variable; secure_getenv in the library, a table in tests. */

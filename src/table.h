@@ -48,8 +48,8 @@ static inline struct calib_line table_load(uint32_t cpu)
 #if defined(__SANITIZE_THREAD__)
 	/* ThreadSanitizer cannot see that an aligned SSE load is atomic; in
 	 * its builds both sides use its 16-byte atomics (see table.c). */
-	unsigned __int128 v = __atomic_load_n((unsigned __int128 *)&table_records[cpu],
-					      __ATOMIC_RELAXED);
+	unsigned __int128 v =
+	    __atomic_load_n((unsigned __int128 *)&table_records[cpu], __ATOMIC_RELAXED);
 	line.mult = (uint64_t)v;
 	line.offset = (uint64_t)(v >> 64);
 #else

@@ -36,17 +36,17 @@ enum accuracy_clock {
 };
 
 static const char *const accuracy_names[ACCURACY_COUNT] = {
-    "clock_gettime(CLOCK_MONOTONIC)",
-    "clock_gettime(CLOCK_REALTIME)",
-    "gettimeofday",
-    "timespec_get(TIME_UTC)",
+	"clock_gettime(CLOCK_MONOTONIC)",
+	"clock_gettime(CLOCK_REALTIME)",
+	"gettimeofday",
+	"timespec_get(TIME_UTC)",
 };
 
 static const enum integ_api accuracy_api[ACCURACY_COUNT] = {
-    INTEG_API_MONOTONIC,
-    INTEG_API_REALTIME,
-    INTEG_API_GETTIMEOFDAY,
-    INTEG_API_TIMESPEC_GET,
+	INTEG_API_MONOTONIC,
+	INTEG_API_REALTIME,
+	INTEG_API_GETTIMEOFDAY,
+	INTEG_API_TIMESPEC_GET,
 };
 
 struct accuracy_stats {

@@ -25,9 +25,9 @@ struct early_stage {
 	long long detail[3];
 };
 
-static struct early_stage early_preinit_stage = {.name = "preinit_array"};
-static struct early_stage early_constructor_stage = {.name = "constructor(101)"};
-static struct early_stage early_main_stage = {.name = "main()"};
+static struct early_stage early_preinit_stage = { .name = "preinit_array" };
+static struct early_stage early_constructor_stage = { .name = "constructor(101)" };
+static struct early_stage early_main_stage = { .name = "main()" };
 
 /* The kernel's own reading of clock id: the reference at any stage. */
 static int64_t early_kernel_ns(clockid_t id)
@@ -57,7 +57,7 @@ static void early_check(struct early_stage *stage, bool ok, const char *what, lo
  * after it, and that the call left errno alone. */
 static void early_clock(struct early_stage *stage, clockid_t id, const char *what)
 {
-	struct timespec ts = {-1, -1};
+	struct timespec ts = { -1, -1 };
 	int64_t before, after;
 	int rc;
 
@@ -75,9 +75,9 @@ static void early_clock(struct early_stage *stage, clockid_t id, const char *wha
 /* Every entry point, valid and invalid arguments, as early as stage is. */
 static void early_take(struct early_stage *stage)
 {
-	struct timespec ts = {-1, -1};
-	struct timeval tv = {-1, -1};
-	struct timezone tz = {-777, -777};
+	struct timespec ts = { -1, -1 };
+	struct timeval tv = { -1, -1 };
+	struct timezone tz = { -777, -777 };
 	int64_t before, after;
 	time_t t = -1, got;
 	int rc;

@@ -19,8 +19,8 @@ struct integ_libc integ_libc;
 
 /* As the library names them in its FASTTIME_DEBUG lines. */
 const char *const integ_api_names[INTEG_API_COUNT] = {
-    "clock_gettime(CLOCK_MONOTONIC)", "clock_gettime(CLOCK_REALTIME)", "gettimeofday", "time",
-    "timespec_get(TIME_UTC)",
+	"clock_gettime(CLOCK_MONOTONIC)", "clock_gettime(CLOCK_REALTIME)", "gettimeofday", "time",
+	"timespec_get(TIME_UTC)",
 };
 
 static unsigned integ_failure_count;
@@ -245,7 +245,7 @@ void integ_capture_end(unsigned timeout_ms, enum integ_path paths[INTEG_API_COUN
 	text[0] = '\0';
 	while (!integ_choice_complete(text) && integ_libc_mono_ns() < deadline &&
 	       used < sizeof text - 1) {
-		struct pollfd pfd = {.fd = integ_capture_fd, .events = POLLIN};
+		struct pollfd pfd = { .fd = integ_capture_fd, .events = POLLIN };
 
 		if (poll(&pfd, 1, 20) <= 0)
 			continue;
@@ -283,7 +283,7 @@ const char *integ_path_name(enum integ_path path)
 
 void integ_sleep_ms(unsigned ms)
 {
-	struct timespec rest = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000};
+	struct timespec rest = { .tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000 };
 
 	while (nanosleep(&rest, &rest) != 0 && errno == EINTR)
 		;

@@ -29,7 +29,7 @@
 #define SEMANTICS_TOLERANCE_NS 5000
 
 static bool semantics_disabled;
-static const struct timespec semantics_poison = {.tv_sec = 0x5eed5eed, .tv_nsec = 123456789};
+static const struct timespec semantics_poison = { .tv_sec = 0x5eed5eed, .tv_nsec = 123456789 };
 /* Laundered so that the compiler neither warns about nor assumes it. */
 static struct timespec *volatile semantics_null_ts;
 static struct timeval *volatile semantics_null_tv;
@@ -148,9 +148,9 @@ static void *semantics_parked(void *unused)
 static const char *semantics_clock_name(int c)
 {
 	static const char *const names[] = {
-	    "REALTIME",	      "MONOTONIC",	 "PROCESS_CPUTIME_ID", "THREAD_CPUTIME_ID",
-	    "MONOTONIC_RAW",  "REALTIME_COARSE", "MONOTONIC_COARSE",   "BOOTTIME",
-	    "REALTIME_ALARM", "BOOTTIME_ALARM",	 "10 (unused)",	       "TAI",
+		"REALTIME",	  "MONOTONIC",	     "PROCESS_CPUTIME_ID", "THREAD_CPUTIME_ID",
+		"MONOTONIC_RAW",  "REALTIME_COARSE", "MONOTONIC_COARSE",   "BOOTTIME",
+		"REALTIME_ALARM", "BOOTTIME_ALARM",  "10 (unused)",	   "TAI",
 	};
 
 	if (c < 0)
@@ -164,7 +164,7 @@ static const char *semantics_clock_name(int c)
  * CPU-time clocks are answered as libc answers them. */
 static void semantics_all_clocks(const char *pass, pthread_t parked)
 {
-	static const clockid_t far[] = {100, 1000, INT_MAX, INT_MIN, INT_MIN + 2, -1000};
+	static const clockid_t far[] = { 100, 1000, INT_MAX, INT_MIN, INT_MIN + 2, -1000 };
 	pid_t unused = semantics_unused_pid();
 	clockid_t id;
 
@@ -201,8 +201,8 @@ static void semantics_gettimeofday(const char *pass)
 {
 	for (unsigned c = 0; c < 4; c++) {
 		bool want_tv = (c & 1) == 0, want_tz = (c & 2) == 0;
-		struct timeval before = {-1, -1}, ours = {-1, -1}, after = {-1, -1};
-		struct timezone zone_libc = {-777, -777}, zone_ours = {-777, -777};
+		struct timeval before = { -1, -1 }, ours = { -1, -1 }, after = { -1, -1 };
+		struct timezone zone_libc = { -777, -777 }, zone_ours = { -777, -777 };
 		int rc_libc, rc_ours, errno_libc, errno_ours;
 		int64_t tolerance_us = semantics_tolerance(!want_tz) / 1000;
 
@@ -300,7 +300,7 @@ static void semantics_time(const char *pass)
  * untouched for a base libc does not know, and libc's bracket otherwise. */
 static void semantics_timespec_get(const char *pass)
 {
-	static const int bases[] = {INT_MIN, -1, 0, TIME_UTC, 2, 3, 4, 99, INT_MAX};
+	static const int bases[] = { INT_MIN, -1, 0, TIME_UTC, 2, 3, 4, 99, INT_MAX };
 
 	for (unsigned i = 0; i < sizeof bases / sizeof bases[0]; i++) {
 		int base = bases[i];
@@ -390,7 +390,7 @@ enum semantics_null_call {
  * and exits with what it returned (a crash ends it by a signal). */
 static int semantics_null_child(enum semantics_null_call call, bool use_libc)
 {
-	struct rlimit no_core = {0, 0};
+	struct rlimit no_core = { 0, 0 };
 	int rc = -1;
 
 	setrlimit(RLIMIT_CORE, &no_core);
@@ -423,10 +423,10 @@ static int semantics_null_child(enum semantics_null_call call, bool use_libc)
 static void semantics_null_outputs(void)
 {
 	static const char *const what[SEMANTICS_NULL_COUNT] = {
-	    "clock_gettime(CLOCK_MONOTONIC, NULL)",
-	    "clock_gettime(CLOCK_REALTIME, NULL)",
-	    "clock_gettime(CLOCK_BOOTTIME, NULL)",
-	    "timespec_get(NULL, TIME_UTC)",
+		"clock_gettime(CLOCK_MONOTONIC, NULL)",
+		"clock_gettime(CLOCK_REALTIME, NULL)",
+		"clock_gettime(CLOCK_BOOTTIME, NULL)",
+		"timespec_get(NULL, TIME_UTC)",
 	};
 
 	for (unsigned call = 0; call < SEMANTICS_NULL_COUNT; call++) {
@@ -474,7 +474,7 @@ static bool semantics_same_errno(const char *what, long rc_libc, int errno_libc,
  * start the refresh thread must still leave errno as libc leaves it. */
 static int semantics_no_threads_child(void)
 {
-	struct rlimit none = {0, 0};
+	struct rlimit none = { 0, 0 };
 	struct timespec ts;
 	struct timeval tv;
 	struct timezone tz;

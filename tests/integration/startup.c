@@ -69,8 +69,8 @@ static void startup_list_fds(struct startup_fds *list)
  * timer, an event, a clocksource file or anything else under /sys. */
 static void startup_no_library_fds(const char *when, const struct startup_fds *list)
 {
-	static const char *const suspects[] = {"timerfd",     "eventfd", "signalfd",
-					       "clocksource", "/sys/",	 "/proc/"};
+	static const char *const suspects[] = { "timerfd",     "eventfd", "signalfd",
+						"clocksource", "/sys/",	  "/proc/" };
 
 	for (unsigned i = 0; i < list->count; i++)
 		for (unsigned s = 0; s < sizeof suspects / sizeof suspects[0]; s++)

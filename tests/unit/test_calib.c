@@ -28,7 +28,7 @@ struct fake_clock {
 	int64_t ppb;
 };
 
-static const uint64_t calib_test_hz[] = {2000000000ull, 2600000000ull, 3700000000ull};
+static const uint64_t calib_test_hz[] = { 2000000000ull, 2600000000ull, 3700000000ull };
 /* 3 TSC rates x 3 TSC starts x 2 kernel starts, for loop tests. */
 #define CALIB_CASES 18
 
@@ -109,9 +109,9 @@ static struct calib_sample fake_sample(const struct fake_clock *fake, int64_t no
 				       uint64_t width_ns)
 {
 	struct calib_sample sample = {
-	    .tsc = fake->tsc,
-	    .ns = fake_now(fake) + (uint64_t)noise_ns,
-	    .width_ns = width_ns,
+		.tsc = fake->tsc,
+		.ns = fake_now(fake) + (uint64_t)noise_ns,
+		.width_ns = width_ns,
 	};
 	return sample;
 }
@@ -165,7 +165,7 @@ static enum calib_outcome calib_update_checked(struct calib_cpu *cpu,
 	outcome = calib_cpu_update(cpu, sample, INTERVAL_NS);
 	switch (outcome) {
 	case CALIB_CONTINUED: {
-		static const uint64_t steps[] = {1, 1000};
+		static const uint64_t steps[] = { 1, 1000 };
 		uint64_t old_ns = calib_line_eval(before.line, sample->tsc);
 		uint64_t new_ns = calib_line_eval(cpu->line, sample->tsc);
 
@@ -537,7 +537,7 @@ END_TEST
  * sample is rejected and no line ever appears; just above 1 GHz is fine. */
 START_TEST(test_calib_slow_tsc)
 {
-	static const uint64_t slow[] = {900000000ull, 1000000000ull};
+	static const uint64_t slow[] = { 900000000ull, 1000000000ull };
 	struct fake_clock fake;
 	struct calib_cpu cpu;
 	struct calib_sample sample;
@@ -622,12 +622,12 @@ END_TEST
 START_TEST(test_calib_narrowest)
 {
 	struct calib_sample samples[] = {
-	    {.width_ns = 30},
-	    {.width_ns = 20},
-	    {.width_ns = 25},
-	    {.width_ns = 20},
+		{ .width_ns = 30 },
+		{ .width_ns = 20 },
+		{ .width_ns = 25 },
+		{ .width_ns = 20 },
 	};
-	struct calib_sample last[] = {{.width_ns = 9}, {.width_ns = 8}, {.width_ns = 7}};
+	struct calib_sample last[] = { { .width_ns = 9 }, { .width_ns = 8 }, { .width_ns = 7 } };
 
 	ck_assert_uint_eq(calib_narrowest(samples, 4), 1);
 	ck_assert_uint_eq(calib_narrowest(samples, 1), 0);
@@ -679,13 +679,13 @@ START_TEST(test_calib_realtime_offset)
 {
 	const uint64_t real0 = 1700000000ull * NS_PER_SEC;
 	struct calib_offset_sample samples[] = {
-	    {1000, real0 + 1050, 1100},
-	    {2000, real0 + 2777, 2003}, /* narrowest: width 3, midpoint 2001 */
-	    {3000, real0 + 3000, 2999}, /* went back: ignored */
-	    {4000, real0 + 4001, 4003}, /* as narrow as the second: not better */
+		{ 1000, real0 + 1050, 1100 },
+		{ 2000, real0 + 2777, 2003 }, /* narrowest: width 3, midpoint 2001 */
+		{ 3000, real0 + 3000, 2999 }, /* went back: ignored */
+		{ 4000, real0 + 4001, 4003 }, /* as narrow as the second: not better */
 	};
-	struct calib_offset_sample backwards[] = {{10, 5, 9}, {10, 5, 0}};
-	struct calib_offset_sample behind[] = {{10, 5, 12}};
+	struct calib_offset_sample backwards[] = { { 10, 5, 9 }, { 10, 5, 0 } };
+	struct calib_offset_sample behind[] = { { 10, 5, 12 } };
 	uint64_t offset = 42, width = 43;
 
 	ck_assert(calib_realtime_offset(samples, 4, &offset, &width));

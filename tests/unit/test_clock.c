@@ -23,7 +23,7 @@
 #define CLOCK_TEST_SLOW_MULT  (1ull << 58)
 #define CLOCK_TEST_CRAWL_MULT (1ull << 46)
 
-static const uint32_t clock_test_modes[] = {0, CLOCK_MODE_RELAXED};
+static const uint32_t clock_test_modes[] = { 0, CLOCK_MODE_RELAXED };
 
 static cpu_set_t clock_test_saved_mask;
 static bool clock_test_pinned;
@@ -71,7 +71,7 @@ static uint64_t clock_test_tsc(void)
 /* The line of slope mult whose value at tsc is ns. */
 static struct calib_line clock_test_line_at(uint64_t mult, uint64_t tsc, uint64_t ns)
 {
-	struct calib_line line = {.mult = mult, .offset = 0};
+	struct calib_line line = { .mult = mult, .offset = 0 };
 
 	line.offset = ns - calib_line_eval(line, tsc);
 	return line;
@@ -136,7 +136,7 @@ START_TEST(test_clock_own_cpu_line)
 {
 	uint32_t mode = clock_test_modes[_i];
 	uint64_t now = clock_test_tsc();
-	struct calib_line mine = {0, 0};
+	struct calib_line mine = { 0, 0 };
 
 	ck_assert_msg(clock_test_pinned, "cannot pin the test thread to its CPU");
 	for (uint32_t cpu = 0; cpu < CPU_MAX_CPUS; cpu++) {
@@ -318,7 +318,7 @@ static void *clock_test_read_thread(void *arg)
  * history, reads the new line as it is: the clamp is per thread. */
 START_TEST(test_clock_clamp)
 {
-	struct clock_test_reader reader = {.mode = clock_test_modes[_i]};
+	struct clock_test_reader reader = { .mode = clock_test_modes[_i] };
 	uint32_t mode = clock_test_modes[_i];
 	struct calib_line line, behind;
 	struct timespec ts;
@@ -361,9 +361,9 @@ START_TEST(test_clock_stale)
 	uint64_t now = clock_test_tsc();
 	struct calib_line line = clock_test_line_at(CLOCK_TEST_MULT, now, 50 * NS_PER_SEC);
 	const uint64_t windows[][2] = {
-	    {now + (1ull << 40), 1000}, /* the TSC is before the window */
-	    {0, now / 2},		/* the window ended long ago */
-	    {now - 1000000, 0},		/* an empty window */
+		{ now + (1ull << 40), 1000 }, /* the TSC is before the window */
+		{ 0, now / 2 },		      /* the window ended long ago */
+		{ now - 1000000, 0 },	      /* an empty window */
 	};
 	struct timespec ts;
 	struct timeval tv;

@@ -101,8 +101,8 @@ END_TEST
 /* Each spelling of yes and no is accepted silently by both booleans. */
 START_TEST(test_settings_booleans)
 {
-	static const char *const yes[] = {"1", "yes", "true", "on"};
-	static const char *const no[] = {"0", "no", "false", "off"};
+	static const char *const yes[] = { "1", "yes", "true", "on" };
+	static const char *const no[] = { "0", "no", "false", "off" };
 	struct settings settings;
 
 	for (unsigned i = 0; i < 4; i++) {
@@ -153,7 +153,8 @@ START_TEST(test_settings_intervals)
 		const char *text;
 		uint32_t ms;
 	} good[] = {
-	    {"10", 10}, {"250", 250}, {"5000", 5000}, {"0010", 10}, {"3600000", 3600000},
+		{ "10", 10 },	{ "250", 250 },		{ "5000", 5000 },
+		{ "0010", 10 }, { "3600000", 3600000 },
 	};
 	struct settings settings;
 
@@ -172,26 +173,26 @@ static const struct {
 	const char *name;
 	const char *value;
 } settings_garbage[] = {
-    {"FASTTIME_MODE", "fast"},
-    {"FASTTIME_MODE", "Relaxed"},
-    {"FASTTIME_MODE", "relaxed "},
-    {"FASTTIME_INTERVAL_MS", "abc"},
-    {"FASTTIME_INTERVAL_MS", "5"},
-    {"FASTTIME_INTERVAL_MS", "9"},
-    {"FASTTIME_INTERVAL_MS", "0"},
-    {"FASTTIME_INTERVAL_MS", "3600001"},
-    {"FASTTIME_INTERVAL_MS", "99999999999"},
-    {"FASTTIME_INTERVAL_MS", "184467440737095516160"},
-    {"FASTTIME_INTERVAL_MS", "-1"},
-    {"FASTTIME_INTERVAL_MS", "+100"},
-    {"FASTTIME_INTERVAL_MS", " 100"},
-    {"FASTTIME_INTERVAL_MS", "100ms"},
-    {"FASTTIME_INTERVAL_MS", "1e3"},
-    {"FASTTIME_DISABLE", "maybe"},
-    {"FASTTIME_DISABLE", "2"},
-    {"FASTTIME_DISABLE", "YES"},
-    {"FASTTIME_DEBUG", "2"},
-    {"FASTTIME_DEBUG", "yes please"},
+	{ "FASTTIME_MODE", "fast" },
+	{ "FASTTIME_MODE", "Relaxed" },
+	{ "FASTTIME_MODE", "relaxed " },
+	{ "FASTTIME_INTERVAL_MS", "abc" },
+	{ "FASTTIME_INTERVAL_MS", "5" },
+	{ "FASTTIME_INTERVAL_MS", "9" },
+	{ "FASTTIME_INTERVAL_MS", "0" },
+	{ "FASTTIME_INTERVAL_MS", "3600001" },
+	{ "FASTTIME_INTERVAL_MS", "99999999999" },
+	{ "FASTTIME_INTERVAL_MS", "184467440737095516160" },
+	{ "FASTTIME_INTERVAL_MS", "-1" },
+	{ "FASTTIME_INTERVAL_MS", "+100" },
+	{ "FASTTIME_INTERVAL_MS", " 100" },
+	{ "FASTTIME_INTERVAL_MS", "100ms" },
+	{ "FASTTIME_INTERVAL_MS", "1e3" },
+	{ "FASTTIME_DISABLE", "maybe" },
+	{ "FASTTIME_DISABLE", "2" },
+	{ "FASTTIME_DISABLE", "YES" },
+	{ "FASTTIME_DEBUG", "2" },
+	{ "FASTTIME_DEBUG", "yes please" },
 };
 #define SETTINGS_GARBAGE_COUNT ((int)(sizeof settings_garbage / sizeof settings_garbage[0]))
 
@@ -245,8 +246,8 @@ END_TEST
  * a warning for FASTTIME_INTERVAL_MS="", see the report.) */
 START_TEST(test_settings_empty)
 {
-	static const char *const names[] = {"FASTTIME_DISABLE", "FASTTIME_DEBUG", "FASTTIME_MODE",
-					    "FASTTIME_INTERVAL_MS"};
+	static const char *const names[] = { "FASTTIME_DISABLE", "FASTTIME_DEBUG", "FASTTIME_MODE",
+					     "FASTTIME_INTERVAL_MS" };
 	struct settings settings;
 
 	for (unsigned i = 0; i < 4; i++) {

@@ -41,9 +41,9 @@ static void table_check_record(uint32_t cpu, uint64_t mult, uint64_t offset)
  * reads as "no line"; publishing again replaces. */
 START_TEST(test_table_round_trip)
 {
-	struct calib_line a = {0x8000000000000001ull, 0xfedcba9876543210ull};
-	struct calib_line b = {0x4444444444444444ull, 1};
-	struct calib_line c = {UINT64_MAX, UINT64_MAX};
+	struct calib_line a = { 0x8000000000000001ull, 0xfedcba9876543210ull };
+	struct calib_line b = { 0x4444444444444444ull, 1 };
+	struct calib_line c = { UINT64_MAX, UINT64_MAX };
 
 	table_publish(0, a);
 	table_publish(5, b);
@@ -70,7 +70,7 @@ END_TEST
  * AddressSanitizer build sees any write past its end). */
 START_TEST(test_table_out_of_range)
 {
-	struct calib_line line = {3, 4};
+	struct calib_line line = { 3, 4 };
 
 	table_publish(CPU_MAX_CPUS, line);
 	table_publish(UINT32_MAX, line);
@@ -130,7 +130,7 @@ static void *table_test_writer(void *arg)
 	while (!__atomic_load_n(&table_test_go, __ATOMIC_ACQUIRE))
 		;
 	while (!__atomic_load_n(&table_test_stop, __ATOMIC_RELAXED)) {
-		struct calib_line line = {m, ~m};
+		struct calib_line line = { m, ~m };
 
 		table_publish(writer->cpu, line);
 		m++;
@@ -174,9 +174,9 @@ static void *table_test_reader(void *arg)
 static void table_test_concurrent_on(uint32_t cpu)
 {
 	struct table_reader readers[TABLE_TEST_READERS];
-	struct table_writer writer = {.cpu = cpu, .published = 0};
-	struct timespec half_second = {0, 500000000};
-	struct calib_line start = {0, ~0ull};
+	struct table_writer writer = { .cpu = cpu, .published = 0 };
+	struct timespec half_second = { 0, 500000000 };
+	struct calib_line start = { 0, ~0ull };
 	pthread_t writer_thread;
 	uint64_t changes = 0;
 
