@@ -42,15 +42,16 @@ static void preload_after_fork_in_child(void)
 	refresh_after_fork_in_child();
 }
 
-/* Cheap facts only: no thread, no file descriptor, no waiting, and no CPUID
- * (under a hypervisor each one is a VM exit, paid by every process start).
- * The refresh thread checks the processor and the kernel when it starts. */
+/* Cheap facts only: no thread, no file descriptor, no waiting, no CPUID
+ * (under a hypervisor each one is a VM exit) and no symbol lookup: all of
+ * that is paid by every process start, even one that never reads the
+ * clock. libc's functions are looked up by the first call that needs one;
+ * the refresh thread checks the processor and the kernel when it starts. */
 __attribute__((constructor)) static void preload_init(void)
 {
 	struct settings settings;
 	struct cpu_facts facts = { .rseq_registered = false };
 
-	libc_resolve();
 	settings_load(&settings, preload_getenv, debug_write_line);
 	debug_enabled = settings.debug;
 	if (!settings.disabled) {

@@ -325,6 +325,7 @@ static void *refresh_main(void *unused)
 	/* Named from inside: pthread_setname_np on another thread opens a file
 	 * in /proc from the caller's thread, which must not see a descriptor. */
 	prctl(PR_SET_NAME, "fasttime", 0, 0, 0);
+	libc_resolve();
 	reason = refresh_check_kernel();
 
 	if (reason != NULL || !refresh_read_affinity()) {
