@@ -108,6 +108,11 @@ enum calib_outcome calib_cpu_update(struct calib_cpu *cpu, const struct calib_sa
 	}
 
 	if (!have_line) {
+		uint64_t spread = (cpu->anchor.width_ns + sample->width_ns) / 2;
+
+		if ((unsigned __int128)spread * 1000000000u >
+		    (unsigned __int128)(sample->ns - cpu->anchor.ns) * CALIB_FIRST_LINE_MAX_PPB)
+			return CALIB_NEED_MORE;
 		cpu->slope_mult = measured;
 		cpu->line = calib_line_through(measured, sample->tsc, sample->ns);
 		cpu->anchor = *sample;

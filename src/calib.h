@@ -48,6 +48,10 @@ enum calib_outcome {
 /* A slope that moves by more than this between samples means the two clocks
  * did not run together (suspend, a stopped VM): re-anchor instead of fitting. */
 #define CALIB_MAX_SLOPE_CHANGE_PPM 1000
+/* A first line is published only when the two sandwiches' widths leave its
+ * slope uncertain by at most this many parts per billion; until then the
+ * baseline grows (under load, sandwiches widen and the wait lengthens). */
+#define CALIB_FIRST_LINE_MAX_PPB 4000
 /* A sandwich wider than this cannot place the TSC reading precisely. */
 #define CALIB_MAX_WIDTH_NS 20000
 

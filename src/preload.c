@@ -97,12 +97,32 @@ static __attribute__((noinline)) int preload_fallback_clock_gettime(clockid_t id
 	return libc_clock_gettime(id, ts);
 }
 
+/* Before a thread's first reading from the TSC: its earlier answers came
+ * from libc, which the clamp has not seen. Seeding the clamp with libc's
+ * clock now keeps the first TSC reading from falling behind them when the
+ * line runs a few nanoseconds behind the kernel. Once per thread. */
+static __attribute__((noinline)) void preload_seed_clamp(void)
+{
+	struct timespec ts;
+
+	if (libc_clock_gettime(CLOCK_MONOTONIC, &ts) == 0)
+		clock_thread.last_mono_ns =
+		    (uint64_t)ts.tv_sec * CLOCK_NS_PER_SEC + (uint64_t)ts.tv_nsec;
+}
+
+static inline void preload_before_fast_reading(void)
+{
+	if (__builtin_expect(clock_thread.last_mono_ns == 0, 0))
+		preload_seed_clamp();
+}
+
 /* The accelerated clocks' fast path; falls back when the line is stale or
  * the CPU has none. Out of line, so that entry points that pass through
  * save no registers. */
 static __attribute__((noinline)) int preload_fast_clock_gettime(uint32_t flags, clockid_t id,
 								struct timespec *ts)
 {
+	preload_before_fast_reading();
 	if (id == CLOCK_MONOTONIC) {
 		if (clock_answer_monotonic(flags, ts))
 			return 0;
@@ -123,6 +143,7 @@ PRELOAD_EXPORT int clock_gettime(clockid_t id, struct timespec *ts)
 
 static __attribute__((noinline)) int preload_fast_gettimeofday(uint32_t flags, struct timeval *tv)
 {
+	preload_before_fast_reading();
 	if (clock_answer_timeval(flags, tv))
 		return 0;
 	refresh_ensure_started();
@@ -144,6 +165,7 @@ static __attribute__((noinline)) time_t preload_fast_time(uint32_t flags, time_t
 {
 	time_t now;
 
+	preload_before_fast_reading();
 	if (clock_answer_seconds(flags, &now)) {
 		if (t != NULL)
 			*t = now;
@@ -167,6 +189,7 @@ PRELOAD_EXPORT time_t time(time_t *t)
 
 static __attribute__((noinline)) int preload_fast_timespec_get(uint32_t flags, struct timespec *ts)
 {
+	preload_before_fast_reading();
 	if (clock_answer_realtime(flags, ts))
 		return TIME_UTC;
 	refresh_ensure_started();

@@ -356,6 +356,31 @@ static void *refresh_main(void *unused)
 	return NULL;
 }
 
+/* Whether this call may run inside a signal handler, where pthread_create
+ * could wait forever on a lock the interrupted code holds (malloc's: the new
+ * thread's TLS is allocated). A handler runs with its own signal blocked
+ * (unless installed with SA_NODEFER), so a blocked signal that has a handler
+ * means "perhaps"; the start then waits for a later call. A thread that
+ * merely blocks signals it leaves at their defaults (for sigwait or a
+ * signalfd) is not held back. */
+static bool refresh_maybe_in_signal_handler(void)
+{
+	sigset_t blocked;
+
+	if (pthread_sigmask(SIG_BLOCK, NULL, &blocked) != 0)
+		return true;
+	for (int sig = 1; sig < NSIG; sig++) {
+		struct sigaction action;
+
+		if (sigismember(&blocked, sig) != 1 || sigaction(sig, NULL, &action) != 0)
+			continue;
+		if ((action.sa_flags & SA_SIGINFO) ||
+		    (action.sa_handler != SIG_DFL && action.sa_handler != SIG_IGN))
+			return true;
+	}
+	return false;
+}
+
 void refresh_start(void)
 {
 	int saved_errno = errno;
@@ -367,6 +392,10 @@ void refresh_start(void)
 
 	if (__atomic_load_n(&refresh_state, __ATOMIC_ACQUIRE) != REFRESH_IDLE)
 		return;
+	if (refresh_maybe_in_signal_handler()) {
+		errno = saved_errno;
+		return;
+	}
 	if (!__atomic_compare_exchange_n(&refresh_state, &expected, REFRESH_STARTING, false,
 					 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
 		return;

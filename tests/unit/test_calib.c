@@ -709,6 +709,30 @@ START_TEST(test_calib_realtime_offset)
 }
 END_TEST
 
+/* A first line waits until the sandwiches' widths leave at most 4 ppm of
+ * slope error: wide sandwiches 10 ms apart keep the first anchor and publish
+ * nothing; 200 ms apart they make the line. */
+START_TEST(test_calib_first_line_waits_for_baseline)
+{
+	struct calib_cpu cpu;
+	struct calib_sample first = { .tsc = 1000000, .ns = 5000000, .width_ns = 400 };
+	struct calib_sample soon = { .tsc = 1000000 + 20000000,
+				     .ns = 5000000 + 10000000,
+				     .width_ns = 400 };
+	struct calib_sample later = { .tsc = 1000000 + 400000000,
+				      .ns = 5000000 + 200000000,
+				      .width_ns = 400 };
+
+	calib_cpu_reset(&cpu);
+	ck_assert_int_eq(calib_cpu_update(&cpu, &first, 10000000), CALIB_NEED_MORE);
+	ck_assert_int_eq(calib_cpu_update(&cpu, &soon, 40000000), CALIB_NEED_MORE);
+	ck_assert_uint_eq(cpu.line.mult, 0);
+	ck_assert_uint_eq(cpu.anchor.tsc, first.tsc);
+	ck_assert_int_eq(calib_cpu_update(&cpu, &later, 160000000), CALIB_FIRST_LINE);
+	ck_assert_uint_eq(calib_line_eval(cpu.line, later.tsc), later.ns);
+}
+END_TEST
+
 Suite *suite_calib(void)
 {
 	Suite *suite = suite_create("calib");
@@ -736,6 +760,7 @@ Suite *suite_calib(void)
 	tcase_add_loop_test(tc, test_calib_resume, 0, CALIB_CASES);
 	tcase_add_loop_test(tc, test_calib_tsc_backwards, 0, CALIB_CASES);
 	tcase_add_test(tc, test_calib_slow_tsc);
+	tcase_add_test(tc, test_calib_first_line_waits_for_baseline);
 	tcase_add_loop_test(tc, test_calib_medium_kernel_jump, 0, CALIB_CASES);
 	tcase_add_loop_test(tc, test_calib_large_kernel_jump, 0, CALIB_CASES);
 	suite_add_tcase(suite, tc);
