@@ -1,0 +1,229 @@
+/* fork without exec: the child inherits the lines but not the refresh thread.
+ * It must keep accurate, monotonic time for many refresh intervals, get a
+ * refresh thread of its own, and answer from the TSC again. fork+exec, vfork,
+ * posix_spawn and system() must work and leave no thread behind.
+ *
+ * Short: FASTTIME_INTERVAL_MS=100 (set by fork.test), 2.5 s in the child.
+ * Soak (FASTTIME_SOAK=1): the default interval; the parent reads for 4 s
+ * first, so that its refreshes have left the short start-up intervals and the
+ * child inherits lines trusted for the full 11 s; the child runs 16 s. */
+#include "config.h"
+
+#include <errno.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "life.h"
+
+/* The bound on |answer - libc| the issue sets for a forked child. */
+#define FORK_MAX_ERROR_NS 5000u
+/* The exit status an exec'd copy returns when its own checks pass. */
+#define FORK_EXEC_OK 42
+
+extern char **environ;
+
+/* Prints one track's figures and fails on a step back or a large error. */
+static void fork_judge(const char *what, const struct life_track *track)
+{
+	life_say("%s: %llu samples, %.1f%% from the TSC, max error %llu ns, %llu backward", what,
+		 (unsigned long long)track->samples,
+		 track->samples ? 100.0 * (double)track->fast / (double)track->samples : 0.0,
+		 (unsigned long long)track->max_error_ns, (unsigned long long)track->backward);
+	if (track->backward != 0)
+		life_fail("%s: %llu backward steps (worst %llu ns)", what,
+			  (unsigned long long)track->backward,
+			  (unsigned long long)track->worst_back_ns);
+	if (track->max_error_ns > FORK_MAX_ERROR_NS)
+		life_fail("%s: error %llu ns against libc, more than %u", what,
+			  (unsigned long long)track->max_error_ns, FORK_MAX_ERROR_NS);
+}
+
+/* Samples both clocks for ms milliseconds. */
+static void fork_sample_for(unsigned ms, struct life_track *mono, struct life_track *real)
+{
+	uint64_t end = life_libc_mono_ns() + ms * LIFE_NS_PER_MS;
+
+	while (life_libc_mono_ns() < end) {
+		life_sample_mono(mono);
+		life_sample_real(real);
+	}
+}
+
+/* The exec'd copy: the preload follows through exec and answers there too. */
+static int fork_exec_child(void)
+{
+	struct life_track mono = { 0 }, real = { 0 };
+
+	for (int i = 0; i < 20000; i++) {
+		life_sample_mono(&mono);
+		life_sample_real(&real);
+	}
+	if (mono.backward != 0 || real.backward != 0 || mono.max_error_ns > FORK_MAX_ERROR_NS ||
+	    real.max_error_ns > FORK_MAX_ERROR_NS) {
+		fork_judge("exec'd copy, CLOCK_MONOTONIC", &mono);
+		fork_judge("exec'd copy, CLOCK_REALTIME", &real);
+	}
+	return FORK_EXEC_OK;
+}
+
+/* The forked child: accurate and monotonic throughout, a refresh thread of
+ * its own (not created by an atfork handler), and the TSC answering again. */
+static void fork_child(unsigned run_ms)
+{
+	struct life_track mono = { 0 }, real = { 0 };
+	uint64_t start = life_libc_mono_ns(), end = start + run_ms * LIFE_NS_PER_MS;
+	uint64_t next_look = 0, seen_at = 0;
+	unsigned threads = life_thread_count();
+
+	/* Before any time call: only this thread came through fork, and fork
+	 * itself must not have started another. */
+	if (threads != 1) {
+		life_list_threads();
+		life_fail("child: %u threads right after fork, expected 1", threads);
+	}
+	while (life_libc_mono_ns() < end) {
+		fork_sample_for(1, &mono, &real);
+		if (seen_at == 0 && life_libc_mono_ns() >= next_look) {
+			if (life_threads_named("fasttime") > 0)
+				seen_at = life_libc_mono_ns();
+			next_look = life_libc_mono_ns() + 10 * LIFE_NS_PER_MS;
+		}
+	}
+	/* The library starts the thread lazily; give it a few more seconds. */
+	for (int i = 0; seen_at == 0 && i < 500; i++) {
+		fork_sample_for(10, &mono, &real);
+		if (life_threads_named("fasttime") > 0)
+			seen_at = life_libc_mono_ns();
+	}
+	if (seen_at == 0) {
+		life_list_threads();
+		life_fail("child: no refresh thread %.1f s after fork",
+			  (double)(life_libc_mono_ns() - start) / 1e9);
+	}
+	if (life_threads_named("fasttime") != 1) {
+		life_list_threads();
+		life_fail("child: %u refresh threads", life_threads_named("fasttime"));
+	}
+	life_say("child: refresh thread running %.2f s after fork (configured window %.1f s)",
+		 (double)(seen_at - start) / 1e9, (double)life_window_ns() / 1e9);
+	/* Its lines must take over from libc again. */
+	if (!life_wait_fast(5000))
+		life_fail("child: still answering with libc 5 s after the refresh thread started");
+	fork_sample_for(200, &mono, &real);
+	life_say("child: ran %.1f s (%.0f refresh intervals)",
+		 (double)(life_libc_mono_ns() - start) / 1e9,
+		 (double)(life_libc_mono_ns() - start) / (double)life_interval_ns());
+	fork_judge("child CLOCK_MONOTONIC", &mono);
+	fork_judge("child CLOCK_REALTIME", &real);
+}
+
+/* Runs the exec'd copy through one way of starting a process, checks its status. */
+static void fork_check_status(const char *how, int status)
+{
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != FORK_EXEC_OK)
+		life_fail("%s: exec'd copy ended with status 0x%x, expected exit %d", how, status,
+			  FORK_EXEC_OK);
+	life_say("%s: exec'd copy exited %d", how, FORK_EXEC_OK);
+}
+
+/* fork+exec, vfork+exec, posix_spawn and system(): each child is preloaded
+ * too, and each exit status arrives unchanged. */
+static void fork_exec_ways(const char *self)
+{
+	char *argv[] = { (char *)self, (char *)"--exec-child", NULL };
+	pid_t pid;
+	int status, rc;
+
+	fflush(stdout);
+	pid = fork();
+	if (pid == 0) {
+		execve(self, argv, environ);
+		_exit(127);
+	}
+	if (pid < 0)
+		life_fail("fork: %s", strerror(errno));
+	fork_check_status("fork+exec", life_wait_child(pid, 60));
+
+	pid = vfork();
+	if (pid == 0) {
+		execve(self, argv, environ);
+		_exit(127);
+	}
+	if (pid < 0)
+		life_fail("vfork: %s", strerror(errno));
+	fork_check_status("vfork+exec", life_wait_child(pid, 60));
+
+	rc = posix_spawn(&pid, self, NULL, NULL, argv, environ);
+	if (rc != 0)
+		life_fail("posix_spawn: %s", strerror(rc));
+	fork_check_status("posix_spawn", life_wait_child(pid, 60));
+
+	status = system("true");
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+		life_fail("system(\"true\") returned 0x%x", status);
+	status = system("exit 7");
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 7)
+		life_fail("system(\"exit 7\") returned 0x%x, expected exit 7", status);
+	life_say("system: \"true\" exited 0, \"exit 7\" exited 7");
+}
+
+/* The parent: calibrated, it forks, then starts exec'd copies four ways. */
+int main(int argc, char **argv)
+{
+	struct life_track mono = { 0 }, real = { 0 };
+	unsigned run_ms = life_soak() ? 16000 : 2500;
+	/* Past the short start-up intervals (4 s of them at the default). */
+	unsigned warm_ms = life_interval_ns() >= 1000 * LIFE_NS_PER_MS ? 4000 : 300;
+	unsigned before, after;
+	pid_t pid;
+
+	life_begin("fork");
+	if (argc > 1 && strcmp(argv[1], "--exec-child") == 0)
+		return fork_exec_child();
+	life_watchdog(run_ms / 1000 + 120);
+
+	/* The first call starts the refresh thread; wait until its lines answer. */
+	life_require_fast();
+	if (life_threads_named("fasttime") != 1)
+		life_fail("parent: %u refresh threads, expected 1", life_threads_named("fasttime"));
+	fork_sample_for(warm_ms, &mono, &real);
+	fork_judge("parent CLOCK_MONOTONIC", &mono);
+	fork_judge("parent CLOCK_REALTIME", &real);
+	before = life_thread_count();
+
+	life_say("%s mode, interval %llu ms, child runs %u ms",
+		 life_relaxed() ? "relaxed" : "ordered",
+		 (unsigned long long)(life_interval_ns() / LIFE_NS_PER_MS), run_ms);
+	fflush(stdout);
+	pid = fork();
+	if (pid < 0)
+		life_fail("fork: %s", strerror(errno));
+	if (pid == 0) {
+		fork_child(run_ms);
+		fflush(stdout);
+		_exit(0);
+	}
+	if (life_wait_child(pid, run_ms / 1000 + 60) != 0)
+		life_fail("the forked child failed");
+
+	/* This very file, even if a rebuild has replaced it meanwhile. */
+	fork_exec_ways("/proc/self/exe");
+
+	/* The parent is unchanged: the same threads, one refresh thread, good time. */
+	after = life_thread_count();
+	if (after != before || life_threads_named("fasttime") != 1) {
+		life_list_threads();
+		life_fail("parent: %u threads before the children, %u after", before, after);
+	}
+	life_say("parent: %u threads before the children and after", before);
+	mono = (struct life_track){ 0 };
+	real = (struct life_track){ 0 };
+	fork_sample_for(200, &mono, &real);
+	fork_judge("parent afterwards, CLOCK_MONOTONIC", &mono);
+	fork_judge("parent afterwards, CLOCK_REALTIME", &real);
+	return 0;
+}

@@ -1,0 +1,304 @@
+/* Two threads hand a CLOCK_MONOTONIC reading back and forth while each keeps
+ * moving itself to a random CPU. The receiver reads the clock after it has
+ * seen the sender's reading; a smaller answer is an inversion: time that ran
+ * backwards between two threads that were ordered by a release/acquire pair.
+ *
+ * Ordered mode (default): no inversion, no step back within a thread.
+ * Relaxed mode: rdtsc may run ahead of the load that saw the hand-off, so the
+ * count, the sizes and the worst inversion are measured and printed, not
+ * judged; only the per-thread clamp is (no step back within a thread).
+ *
+ * Short: 10^6 hand-offs. Soak (FASTTIME_SOAK=1): 2 x 10^7. LIFE_HANDOFFS
+ * overrides both. The first inversions are listed when ordered mode fails,
+ * and in relaxed mode too with LIFE_SHOW=1. */
+#include "config.h"
+
+#include <errno.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "life.h"
+
+/* Each thread moves itself after this many of its own hand-offs. */
+#define HANDOFF_PIN_EVERY 500u
+/* How a waiter waits: it spins, then yields (the partner may share its CPU),
+ * and sleeps only when that lasts (a busy machine). Spinning is what programs
+ * do, and it is the hard case for relaxed mode: the read after the loop may
+ * start before the load that ended it. */
+#define HANDOFF_SPINS  200u
+#define HANDOFF_YIELDS 1000u
+
+/* One inversion, kept for the failure message. */
+struct handoff_inversion {
+	uint64_t k;
+	uint64_t sent_ns, read_ns;
+	int from_cpu, on_cpu;
+};
+
+#define HANDOFF_KEEP 8u
+/* Inversions are counted by size: up to 10, 25, 50, 100 ns, and beyond. */
+#define HANDOFF_BINS 5u
+static const uint64_t handoff_bin_limits[HANDOFF_BINS - 1] = { 10, 25, 50, 100 };
+
+struct handoff_side {
+	const char *name;
+	uint64_t first; /* 0 for A, 1 for B: whose turn is whose */
+	unsigned seed;
+	/* results */
+	uint64_t reads;
+	uint64_t fallthrough;
+	uint64_t inversions;
+	uint64_t cross_inversions; /* of which the sender was on another CPU */
+	uint64_t worst_inversion_ns;
+	uint64_t backward;
+	uint64_t worst_back_ns;
+	uint64_t cross_cpu; /* hand-offs received from another CPU */
+	uint64_t pins;
+	uint64_t moves; /* re-pins that changed the CPU */
+	struct handoff_inversion kept[HANDOFF_KEEP];
+	uint64_t bins[HANDOFF_BINS];
+};
+
+/* The baton: how many hand-offs have been made, and the last sender's reading. */
+static _Atomic uint64_t handoff_turn;
+static _Atomic uint64_t handoff_stamp;
+static _Atomic int handoff_stamp_cpu;
+/* Waiters asleep on the turn's low 32 bits (a futex). */
+static _Atomic uint32_t handoff_sleepers;
+
+static uint64_t handoff_total;
+static int handoff_cpus[CPU_SETSIZE];
+static int handoff_ncpus;
+
+/* Moves the calling thread to a random allowed CPU. */
+static void handoff_repin(struct handoff_side *side)
+{
+	int before = sched_getcpu();
+	int cpu = handoff_cpus[rand_r(&side->seed) % (unsigned)handoff_ncpus];
+	cpu_set_t set;
+	int rc;
+
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	rc = pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+	if (rc != 0)
+		life_fail("%s: pthread_setaffinity_np(cpu %d): %s", side->name, cpu, strerror(rc));
+	side->pins++;
+	side->moves += sched_getcpu() != before;
+}
+
+/* The futex word: the low half of the turn (x86-64 is little-endian). */
+static uint32_t *handoff_turn_word(void)
+{
+	return (uint32_t *)(void *)&handoff_turn;
+}
+
+/* Waits until the turn is k: spins, yields, then sleeps on the futex. */
+static void handoff_wait(uint64_t k)
+{
+	for (unsigned spins = 0; spins < HANDOFF_SPINS; spins++) {
+		if (atomic_load_explicit(&handoff_turn, memory_order_acquire) == k)
+			return;
+		__builtin_ia32_pause();
+	}
+	for (unsigned yields = 0; yields < HANDOFF_YIELDS; yields++) {
+		if (atomic_load_explicit(&handoff_turn, memory_order_acquire) == k)
+			return;
+		sched_yield();
+	}
+	for (;;) {
+		uint64_t turn = atomic_load_explicit(&handoff_turn, memory_order_acquire);
+
+		if (turn == k)
+			return;
+		/* Announce first, then look again: the sender looks for sleepers
+		 * after its store, so one of the two sees the other. */
+		atomic_fetch_add(&handoff_sleepers, 1);
+		if (atomic_load(&handoff_turn) != k)
+			syscall(SYS_futex, handoff_turn_word(), FUTEX_WAIT_PRIVATE, (uint32_t)turn,
+				NULL, NULL, 0);
+		atomic_fetch_sub(&handoff_sleepers, 1);
+	}
+}
+
+/* Passes the turn on, waking the other side if it sleeps. */
+static void handoff_pass(uint64_t next)
+{
+	/* Sequentially consistent store and load: the waiter's announcement
+	 * and this store cannot both go unseen (release alone would allow it). */
+	atomic_store(&handoff_turn, next);
+	if (atomic_load(&handoff_sleepers) != 0)
+		syscall(SYS_futex, handoff_turn_word(), FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+
+/* Which size bin an inversion of ns falls in. */
+static unsigned handoff_bin(uint64_t ns)
+{
+	unsigned bin = 0;
+
+	while (bin < HANDOFF_BINS - 1 && ns > handoff_bin_limits[bin])
+		bin++;
+	return bin;
+}
+
+/* One side of the exchange: wait for the turn, read, compare, pass on. */
+static void *handoff_main(void *arg)
+{
+	struct handoff_side *side = arg;
+	uint64_t last = 0, tap_before = life_fallthrough();
+
+	for (uint64_t k = side->first; k < handoff_total; k += 2) {
+		uint64_t in, now;
+		int in_cpu, cpu;
+
+		handoff_wait(k);
+		in = atomic_load_explicit(&handoff_stamp, memory_order_relaxed);
+		in_cpu = atomic_load_explicit(&handoff_stamp_cpu, memory_order_relaxed);
+		/* Move now, so that the read below is the first on the new CPU. */
+		if (handoff_ncpus > 1 &&
+		    (k / 2) % HANDOFF_PIN_EVERY == side->first * (HANDOFF_PIN_EVERY / 2))
+			handoff_repin(side);
+
+		now = life_mono_ns();
+		cpu = sched_getcpu();
+		side->reads++;
+		if (k > 0) {
+			if (now < in) {
+				if (side->inversions < HANDOFF_KEEP)
+					side->kept[side->inversions] =
+					    (struct handoff_inversion){ k, in, now, in_cpu, cpu };
+				side->inversions++;
+				side->cross_inversions += cpu != in_cpu;
+				side->bins[handoff_bin(in - now)]++;
+				if (in - now > side->worst_inversion_ns)
+					side->worst_inversion_ns = in - now;
+			}
+			side->cross_cpu += cpu != in_cpu;
+		}
+		if (now < last) {
+			side->backward++;
+			if (last - now > side->worst_back_ns)
+				side->worst_back_ns = last - now;
+		}
+		last = now;
+
+		atomic_store_explicit(&handoff_stamp, now, memory_order_relaxed);
+		atomic_store_explicit(&handoff_stamp_cpu, cpu, memory_order_relaxed);
+		handoff_pass(k + 1);
+	}
+	side->fallthrough = life_fallthrough() - tap_before;
+	return NULL;
+}
+
+/* Prints the first inversions one side saw. */
+static void handoff_show(const struct handoff_side *side, uint64_t started_mono_ns)
+{
+	for (uint64_t i = 0; i < side->inversions && i < HANDOFF_KEEP; i++) {
+		const struct handoff_inversion *inv = &side->kept[i];
+
+		life_say("  hand-off %llu to %s at +%.3f s: sent %llu on cpu %d, read %llu on "
+			 "cpu %d: %llu ns back",
+			 (unsigned long long)inv->k, side->name,
+			 (double)(inv->read_ns - started_mono_ns) / 1e9,
+			 (unsigned long long)inv->sent_ns, inv->from_cpu,
+			 (unsigned long long)inv->read_ns, inv->on_cpu,
+			 (unsigned long long)(inv->sent_ns - inv->read_ns));
+	}
+}
+
+/* Lists the CPUs this process may run on. */
+static void handoff_read_cpus(void)
+{
+	cpu_set_t set;
+
+	if (sched_getaffinity(0, sizeof set, &set) != 0)
+		life_fail("sched_getaffinity: %s", strerror(errno));
+	for (int cpu = 0; cpu < CPU_SETSIZE; cpu++)
+		if (CPU_ISSET(cpu, &set))
+			handoff_cpus[handoff_ncpus++] = cpu;
+}
+
+/* Runs the two sides, prints the figures, judges by mode. */
+int main(void)
+{
+	struct handoff_side a = { .name = "A", .first = 0, .seed = 12345 };
+	struct handoff_side b = { .name = "B", .first = 1, .seed = 67890 };
+	const char *override = getenv("LIFE_HANDOFFS");
+	bool relaxed = life_relaxed();
+	uint64_t started, inversions, worst, reads, fallthrough;
+	pthread_t ta, tb;
+
+	life_begin("handoff");
+	handoff_total = life_soak() ? 20000000ull : 1000000ull;
+	if (override != NULL && *override != '\0')
+		handoff_total = strtoull(override, NULL, 10);
+	life_watchdog((unsigned)(handoff_total / 20000u) + 120u);
+	handoff_read_cpus();
+
+	life_require_fast();
+	if (handoff_ncpus < 2)
+		life_say("one CPU allowed: no migrations, the hand-offs stay on CPU %d",
+			 handoff_cpus[0]);
+
+	started = life_libc_mono_ns();
+	if (pthread_create(&ta, NULL, handoff_main, &a) != 0 ||
+	    pthread_create(&tb, NULL, handoff_main, &b) != 0)
+		life_fail("pthread_create failed");
+	pthread_join(ta, NULL);
+	pthread_join(tb, NULL);
+
+	inversions = a.inversions + b.inversions;
+	worst = a.worst_inversion_ns > b.worst_inversion_ns ? a.worst_inversion_ns
+							    : b.worst_inversion_ns;
+	reads = a.reads + b.reads;
+	fallthrough = a.fallthrough + b.fallthrough;
+	life_say("%s mode: %llu hand-offs in %.1f s, %llu across CPUs, %llu re-pins "
+		 "(%llu moved), %.3f%% answered from the TSC",
+		 relaxed ? "relaxed" : "ordered", (unsigned long long)handoff_total,
+		 (double)(life_libc_mono_ns() - started) / 1e9,
+		 (unsigned long long)(a.cross_cpu + b.cross_cpu),
+		 (unsigned long long)(a.pins + b.pins), (unsigned long long)(a.moves + b.moves),
+		 reads ? 100.0 * (double)(reads - fallthrough) / (double)reads : 0.0);
+	life_say("%s mode: inversions %llu (A->B %llu, B->A %llu; %llu across CPUs), "
+		 "worst %llu ns; backward steps A %llu, B %llu",
+		 relaxed ? "relaxed" : "ordered", (unsigned long long)inversions,
+		 (unsigned long long)b.inversions, (unsigned long long)a.inversions,
+		 (unsigned long long)(a.cross_inversions + b.cross_inversions),
+		 (unsigned long long)worst, (unsigned long long)a.backward,
+		 (unsigned long long)b.backward);
+
+	if (inversions != 0)
+		life_say("%s mode: inversions by size: <=10 ns %llu, <=25 ns %llu, <=50 ns %llu, "
+			 "<=100 ns %llu, more %llu",
+			 relaxed ? "relaxed" : "ordered",
+			 (unsigned long long)(a.bins[0] + b.bins[0]),
+			 (unsigned long long)(a.bins[1] + b.bins[1]),
+			 (unsigned long long)(a.bins[2] + b.bins[2]),
+			 (unsigned long long)(a.bins[3] + b.bins[3]),
+			 (unsigned long long)(a.bins[4] + b.bins[4]));
+	if (a.backward != 0 || b.backward != 0)
+		life_fail("a thread saw its own time go back (worst %llu ns)",
+			  (unsigned long long)(a.worst_back_ns > b.worst_back_ns
+						   ? a.worst_back_ns
+						   : b.worst_back_ns));
+	if (handoff_ncpus > 1 && a.cross_cpu + b.cross_cpu == 0)
+		life_fail("no hand-off crossed CPUs: the migrations did not happen");
+	if (inversions != 0 && getenv("LIFE_SHOW") != NULL) {
+		handoff_show(&a, started);
+		handoff_show(&b, started);
+	}
+	if (!relaxed && inversions != 0) {
+		handoff_show(&a, started);
+		handoff_show(&b, started);
+		life_fail("ordered mode: %llu inversions, worst %llu ns",
+			  (unsigned long long)inversions, (unsigned long long)worst);
+	}
+	return 0;
+}

@@ -1,0 +1,478 @@
+/* Helpers shared by the lifecycle tests (see life.h). */
+#include "config.h"
+
+#include "life.h"
+
+#include <cpuid.h>
+#include <dirent.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+struct life_libc life_libc;
+
+static const char *life_name = "lifecycle";
+/* The tap's functions, found at start (see tap.c). */
+static uint64_t (*life_tap_calls)(void);
+static void (*life_tap_hold_refresh)(bool hold);
+static unsigned (*life_tap_held)(void);
+
+void life_say(const char *format, ...)
+{
+	va_list args;
+
+	printf("%s: ", life_name);
+	va_start(args, format);
+	vprintf(format, args);
+	va_end(args);
+	putchar('\n');
+	fflush(stdout);
+}
+
+void life_fail(const char *format, ...)
+{
+	va_list args;
+
+	printf("%s: FAIL: ", life_name);
+	va_start(args, format);
+	vprintf(format, args);
+	va_end(args);
+	putchar('\n');
+	fflush(stdout);
+	exit(1);
+}
+
+void life_skip(const char *format, ...)
+{
+	va_list args;
+
+	printf("%s: SKIP: ", life_name);
+	va_start(args, format);
+	vprintf(format, args);
+	va_end(args);
+	putchar('\n');
+	fflush(stdout);
+	exit(LIFE_EXIT_SKIP);
+}
+
+/* The library answers with libc on CPUs without these, and then there is
+ * nothing of its own to test: skip rather than pass on libc's merits. */
+static void life_require_cpu(void)
+{
+	unsigned a, b, c, d;
+	char list[256] = "";
+	int fd;
+
+	if (__get_cpuid_max(0x80000000u, NULL) < 0x80000007u ||
+	    !__get_cpuid(0x80000007u, &a, &b, &c, &d) || !((d >> 8) & 1))
+		life_skip("the CPU has no invariant TSC");
+	if (!__get_cpuid(0x80000001u, &a, &b, &c, &d) || !((d >> 27) & 1))
+		life_skip("the CPU has no rdtscp");
+	if (!__get_cpuid(1, &a, &b, &c, &d) || !((c >> 28) & 1) || !((c >> 13) & 1))
+		life_skip("the CPU has no AVX or no cmpxchg16b");
+	fd = open("/sys/devices/system/clocksource/clocksource0/available_clocksource",
+		  O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		ssize_t n = read(fd, list, sizeof list - 1);
+		close(fd);
+		list[n > 0 ? n : 0] = '\0';
+		if (n > 0 && strstr(list, "tsc") == NULL)
+			life_skip("the kernel does not offer the TSC as a clocksource");
+	}
+}
+
+/* The library named by the object that defines the function at address. */
+static const char *life_defined_in(void *address)
+{
+	Dl_info info;
+
+	if (dladdr(address, &info) == 0 || info.dli_fname == NULL)
+		return "(unknown)";
+	return info.dli_fname;
+}
+
+void life_begin(const char *name)
+{
+	void *libc;
+
+	life_name = name;
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	life_require_cpu();
+
+	/* A run without the library would test libc: it must fail, not pass. */
+	if (strstr(life_defined_in((void *)clock_gettime), "libfasttime") == NULL)
+		life_fail("clock_gettime comes from %s, not libfasttime: run me through %s.test "
+			  "(LD_PRELOAD)",
+			  life_defined_in((void *)clock_gettime), name);
+	if (strstr(life_defined_in((void *)gettimeofday), "libfasttime") == NULL ||
+	    strstr(life_defined_in((void *)time), "libfasttime") == NULL ||
+	    strstr(life_defined_in((void *)timespec_get), "libfasttime") == NULL)
+		life_fail("gettimeofday, time or timespec_get does not come from libfasttime");
+
+	/* libc itself, already loaded: its symbols are its own, never ours. */
+	libc = dlopen("libc.so.6", RTLD_NOLOAD | RTLD_NOW);
+	if (libc == NULL)
+		life_fail("dlopen(libc.so.6, RTLD_NOLOAD): %s", dlerror());
+	life_libc.clock_gettime =
+	    (int (*)(clockid_t, struct timespec *))dlsym(libc, "clock_gettime");
+	life_libc.gettimeofday = (int (*)(struct timeval *, void *))dlsym(libc, "gettimeofday");
+	life_libc.time = (time_t(*)(time_t *))dlsym(libc, "time");
+	life_libc.timespec_get = (int (*)(struct timespec *, int))dlsym(libc, "timespec_get");
+	if (life_libc.clock_gettime == NULL || life_libc.gettimeofday == NULL ||
+	    life_libc.time == NULL || life_libc.timespec_get == NULL)
+		life_fail("libc's time functions not found");
+	if (strstr(life_defined_in((void *)life_libc.clock_gettime), "libfasttime") != NULL)
+		life_fail("dlsym(libc) returned fasttime's clock_gettime");
+
+	life_tap_calls = (uint64_t(*)(void))dlsym(RTLD_DEFAULT, "life_tap_calls");
+	life_tap_hold_refresh = (void (*)(bool))dlsym(RTLD_DEFAULT, "life_tap_hold_refresh");
+	life_tap_held = (unsigned (*)(void))dlsym(RTLD_DEFAULT, "life_tap_held");
+	if (life_tap_calls == NULL || life_tap_hold_refresh == NULL || life_tap_held == NULL)
+		life_fail("the tap (liblifetap.so) is not preloaded after libfasttime.so");
+}
+
+bool life_soak(void)
+{
+	const char *soak = getenv("FASTTIME_SOAK");
+
+	return soak != NULL && *soak != '\0' && strcmp(soak, "0") != 0 && strcmp(soak, "no") != 0;
+}
+
+bool life_relaxed(void)
+{
+	const char *mode = getenv("FASTTIME_MODE");
+
+	return mode != NULL && strcmp(mode, "relaxed") == 0;
+}
+
+uint64_t life_interval_ns(void)
+{
+	const char *interval = getenv("FASTTIME_INTERVAL_MS");
+	unsigned long ms = 5000;
+
+	if (interval != NULL && *interval != '\0')
+		ms = strtoul(interval, NULL, 10);
+	return (uint64_t)ms * LIFE_NS_PER_MS;
+}
+
+uint64_t life_window_ns(void)
+{
+	return 2 * life_interval_ns() + LIFE_NS_PER_SEC;
+}
+
+uint64_t life_ns(const struct timespec *ts)
+{
+	return (uint64_t)ts->tv_sec * LIFE_NS_PER_SEC + (uint64_t)ts->tv_nsec;
+}
+
+uint64_t life_libc_mono_ns(void)
+{
+	struct timespec ts;
+
+	life_libc.clock_gettime(CLOCK_MONOTONIC, &ts);
+	return life_ns(&ts);
+}
+
+uint64_t life_libc_real_ns(void)
+{
+	struct timespec ts;
+
+	life_libc.clock_gettime(CLOCK_REALTIME, &ts);
+	return life_ns(&ts);
+}
+
+uint64_t life_mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return life_ns(&ts);
+}
+
+void life_sleep_ms(unsigned ms)
+{
+	struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000 };
+
+	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+		;
+}
+
+uint64_t life_fallthrough(void)
+{
+	return life_tap_calls();
+}
+
+void life_hold_refresh(bool hold)
+{
+	life_tap_hold_refresh(hold);
+}
+
+unsigned life_refresh_held(void)
+{
+	return life_tap_held();
+}
+
+/* Calls fn for each thread of this process with its comm, until it returns false. */
+static void life_each_thread(bool (*fn)(const char *comm, void *arg), void *arg)
+{
+	DIR *dir = opendir("/proc/self/task");
+	struct dirent *entry;
+
+	if (dir == NULL)
+		life_fail("opendir(/proc/self/task): %s", strerror(errno));
+	while ((entry = readdir(dir)) != NULL) {
+		char path[320], comm[64] = "";
+		ssize_t n;
+		int fd;
+
+		if (entry->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof path, "/proc/self/task/%s/comm", entry->d_name);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue; /* the thread has just exited */
+		n = read(fd, comm, sizeof comm - 1);
+		close(fd);
+		comm[n > 0 ? n : 0] = '\0';
+		comm[strcspn(comm, "\n")] = '\0';
+		if (!fn(comm, arg))
+			break;
+	}
+	closedir(dir);
+}
+
+struct life_count {
+	const char *comm;
+	unsigned n;
+};
+
+/* Counts a thread, if its name is the one asked for (or any name). */
+static bool life_count_one(const char *comm, void *arg)
+{
+	struct life_count *count = arg;
+
+	if (count->comm == NULL || strcmp(comm, count->comm) == 0)
+		count->n++;
+	return true;
+}
+
+unsigned life_thread_count(void)
+{
+	struct life_count count = { NULL, 0 };
+
+	life_each_thread(life_count_one, &count);
+	return count.n;
+}
+
+unsigned life_threads_named(const char *comm)
+{
+	struct life_count count = { comm, 0 };
+
+	life_each_thread(life_count_one, &count);
+	return count.n;
+}
+
+/* Prints a thread's name. */
+static bool life_print_one(const char *comm, void *arg)
+{
+	(void)arg;
+	printf(" [%s]", comm);
+	return true;
+}
+
+void life_list_threads(void)
+{
+	printf("%s: threads:", life_name);
+	life_each_thread(life_print_one, NULL);
+	putchar('\n');
+	fflush(stdout);
+}
+
+bool life_wait_fast(unsigned max_ms)
+{
+	uint64_t deadline = life_libc_mono_ns() + max_ms * LIFE_NS_PER_MS;
+
+	do {
+		uint64_t before = life_fallthrough();
+
+		for (int i = 0; i < 1000; i++)
+			life_mono_ns();
+		if (life_fallthrough() == before)
+			return true;
+		life_sleep_ms(5);
+	} while (life_libc_mono_ns() < deadline);
+	return false;
+}
+
+void life_require_fast(void)
+{
+	const char *force = getenv("FASTTIME_FORCE");
+
+	life_mono_ns();
+	if (life_wait_fast(3000))
+		return;
+	if (force == NULL || *force == '\0' || strcmp(force, "0") == 0 || strcmp(force, "no") == 0)
+		life_skip("the library chose libc for CLOCK_MONOTONIC (FASTTIME_FORCE is off)");
+	life_fail("CLOCK_MONOTONIC not answered from the TSC 3 s after the first call, "
+		  "although FASTTIME_FORCE=%s",
+		  force);
+}
+
+/* Notes one answer against its sandwich [lo, hi] and the track's last answer. */
+static void life_note(struct life_track *track, uint64_t lo, uint64_t answer, uint64_t hi,
+		      bool fast)
+{
+	uint64_t error = 0;
+
+	if (answer < lo)
+		error = lo - answer;
+	else if (answer > hi)
+		error = answer - hi;
+	if (error > track->max_error_ns)
+		track->max_error_ns = error;
+	if (answer < track->last_ns) {
+		track->backward++;
+		if (track->last_ns - answer > track->worst_back_ns)
+			track->worst_back_ns = track->last_ns - answer;
+	}
+	track->last_ns = answer;
+	track->samples++;
+	track->fast += fast;
+}
+
+void life_sample_mono(struct life_track *track)
+{
+	struct timespec lo, answer, hi;
+	uint64_t before = life_fallthrough();
+
+	life_libc.clock_gettime(CLOCK_MONOTONIC, &lo);
+	if (clock_gettime(CLOCK_MONOTONIC, &answer) != 0)
+		life_fail("clock_gettime(CLOCK_MONOTONIC) failed: %s", strerror(errno));
+	life_libc.clock_gettime(CLOCK_MONOTONIC, &hi);
+	life_note(track, life_ns(&lo), life_ns(&answer), life_ns(&hi),
+		  life_fallthrough() == before);
+}
+
+void life_sample_real(struct life_track *track)
+{
+	struct timespec lo, answer, hi;
+	uint64_t before = life_fallthrough();
+
+	life_libc.clock_gettime(CLOCK_REALTIME, &lo);
+	if (clock_gettime(CLOCK_REALTIME, &answer) != 0)
+		life_fail("clock_gettime(CLOCK_REALTIME) failed: %s", strerror(errno));
+	life_libc.clock_gettime(CLOCK_REALTIME, &hi);
+	life_note(track, life_ns(&lo), life_ns(&answer), life_ns(&hi),
+		  life_fallthrough() == before);
+}
+
+/* Sleeps, then ends the process loudly: only a hang lets it wake. */
+static void *life_watchdog_main(void *arg)
+{
+	unsigned seconds = (unsigned)(uintptr_t)arg;
+	char line[160];
+	int n;
+
+	life_sleep_ms(seconds * 1000u);
+	n = snprintf(line, sizeof line,
+		     "%s: FAIL: watchdog: still running after %u s "
+		     "(deadlock?)\n",
+		     life_name, seconds);
+	if (write(STDOUT_FILENO, line, (size_t)n) < 0)
+		abort();
+	abort();
+}
+
+void life_watchdog(unsigned seconds)
+{
+	sigset_t all, saved;
+	pthread_t thread;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &saved);
+	if (pthread_create(&thread, NULL, life_watchdog_main, (void *)(uintptr_t)seconds) != 0)
+		life_fail("cannot start the watchdog thread");
+	pthread_sigmask(SIG_SETMASK, &saved, NULL);
+	pthread_setname_np(thread, "watchdog");
+	pthread_detach(thread);
+}
+
+/* Prints each thread of a stuck process and the kernel's idea of where it waits. */
+static void life_show_stuck(pid_t pid)
+{
+	char path[64];
+	DIR *dir;
+	struct dirent *entry;
+
+	snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
+	dir = opendir(path);
+	if (dir == NULL)
+		return;
+	while ((entry = readdir(dir)) != NULL) {
+		char file[320], comm[64] = "", wchan[64] = "";
+		FILE *f;
+
+		if (entry->d_name[0] == '.')
+			continue;
+		snprintf(file, sizeof file, "/proc/%d/task/%s/comm", (int)pid, entry->d_name);
+		if ((f = fopen(file, "r")) != NULL) {
+			if (fgets(comm, sizeof comm, f) == NULL)
+				comm[0] = '\0';
+			fclose(f);
+		}
+		snprintf(file, sizeof file, "/proc/%d/task/%s/wchan", (int)pid, entry->d_name);
+		if ((f = fopen(file, "r")) != NULL) {
+			if (fgets(wchan, sizeof wchan, f) == NULL)
+				wchan[0] = '\0';
+			fclose(f);
+		}
+		comm[strcspn(comm, "\n")] = '\0';
+		printf("%s:   thread %s [%s] waits in %s\n", life_name, entry->d_name, comm,
+		       wchan[0] != '\0' ? wchan : "?");
+	}
+	closedir(dir);
+	fflush(stdout);
+	/* The user-space stacks say who holds what; gdb is optional. */
+	if (access("/usr/bin/gdb", X_OK) == 0) {
+		char command[160];
+
+		snprintf(command, sizeof command,
+			 "env -u LD_PRELOAD timeout 30 /usr/bin/gdb -q -batch -p %d "
+			 "-ex 'thread apply all bt' </dev/null 2>&1 | grep -E '^(Thread|#)'",
+			 (int)pid);
+		if (system(command) != 0)
+			printf("%s:   (no stacks from gdb)\n", life_name);
+		fflush(stdout);
+	}
+}
+
+int life_wait_child(pid_t pid, unsigned seconds)
+{
+	uint64_t deadline = life_libc_mono_ns() + seconds * LIFE_NS_PER_SEC;
+	int status;
+
+	for (;;) {
+		pid_t done = waitpid(pid, &status, WNOHANG);
+
+		if (done == pid)
+			return status;
+		if (done < 0 && errno != EINTR)
+			life_fail("waitpid: %s", strerror(errno));
+		if (life_libc_mono_ns() > deadline)
+			break;
+		life_sleep_ms(10);
+	}
+	printf("%s: child %d still running after %u s:\n", life_name, (int)pid, seconds);
+	life_show_stuck(pid);
+	kill(pid, SIGKILL);
+	waitpid(pid, &status, 0);
+	life_fail("child %d hung (deadlock?)", (int)pid);
+}

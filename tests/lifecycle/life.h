@@ -1,0 +1,101 @@
+/* Shared by the lifecycle tests: proof that the preload is in effect, libc's
+ * own clock for comparison, the tap's count of answers fasttime left to libc,
+ * thread listings and a watchdog. Nothing here reads the clock through the
+ * preload unless its name says so: some tests need their first time call to
+ * happen at a moment of their choosing. */
+#ifndef LIFE_H
+#define LIFE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/time.h>
+#include <sys/types.h>
+#include <time.h>
+
+/* The exit code of a skipped test. */
+#define LIFE_EXIT_SKIP 77
+
+#define LIFE_NS_PER_SEC 1000000000ull
+#define LIFE_NS_PER_MS	1000000ull
+
+/* libc's own functions, reached around the preload. */
+struct life_libc {
+	int (*clock_gettime)(clockid_t, struct timespec *);
+	int (*gettimeofday)(struct timeval *, void *);
+	time_t (*time)(time_t *);
+	int (*timespec_get)(struct timespec *, int);
+};
+extern struct life_libc life_libc;
+
+/* Skips without the CPU features the fast path needs, fails unless
+ * libfasttime answers the time functions and the tap sits behind it, and
+ * resolves libc's functions. Reads no clock through the preload. */
+void life_begin(const char *name);
+/* Prints "name: FAIL: ..." and exits 1. */
+void life_fail(const char *format, ...) __attribute__((noreturn, format(printf, 1, 2)));
+/* Prints "name: SKIP: ..." and exits 77. */
+void life_skip(const char *format, ...) __attribute__((noreturn, format(printf, 1, 2)));
+/* Prints "name: ..." on stdout and flushes it (a fork may follow). */
+void life_say(const char *format, ...) __attribute__((format(printf, 1, 2)));
+
+/* FASTTIME_SOAK is set to a true value: run the long version. */
+bool life_soak(void);
+/* FASTTIME_MODE=relaxed. */
+bool life_relaxed(void);
+/* FASTTIME_INTERVAL_MS as the library reads it (5000 when unset). */
+uint64_t life_interval_ns(void);
+/* How long the library trusts its lines after a refresh: 2 intervals + 1 s. */
+uint64_t life_window_ns(void);
+
+uint64_t life_ns(const struct timespec *ts);
+/* libc's CLOCK_MONOTONIC and CLOCK_REALTIME, in ns. */
+uint64_t life_libc_mono_ns(void);
+uint64_t life_libc_real_ns(void);
+/* The preloaded CLOCK_MONOTONIC, in ns. */
+uint64_t life_mono_ns(void);
+/* Sleeps without reading any clock through the preload. */
+void life_sleep_ms(unsigned ms);
+
+/* Calls this thread has made that fasttime passed on to libc. */
+uint64_t life_fallthrough(void);
+/* Makes the tap hold the refresh thread at its next call into libc, or lets
+ * it go; and how many threads it holds now. */
+void life_hold_refresh(bool hold);
+unsigned life_refresh_held(void);
+
+/* Threads of this process, and those whose name is comm. */
+unsigned life_thread_count(void);
+unsigned life_threads_named(const char *comm);
+/* Lists the threads' names on stdout, for a failure message. */
+void life_list_threads(void);
+
+/* Reads CLOCK_MONOTONIC through the preload until a batch of reads is
+ * answered entirely from the TSC or max_ms pass; true when it was. */
+bool life_wait_fast(unsigned max_ms);
+/* Makes the first time call and waits up to 3 s for the TSC to answer: a
+ * test of the fast path has nothing to test otherwise. Fails if it does not
+ * (the scripts set FASTTIME_FORCE=1, so libc is never chosen for speed);
+ * skips if FASTTIME_FORCE was turned off and the library chose libc. */
+void life_require_fast(void);
+
+/* Accuracy against libc: each sample is a sandwich libc, preload, libc; the
+ * error is how far the answer lies outside the sandwich. */
+struct life_track {
+	uint64_t samples;
+	uint64_t fast;	   /* answered from the TSC (the tap saw nothing) */
+	uint64_t backward; /* steps back from this track's previous answer */
+	uint64_t worst_back_ns;
+	uint64_t max_error_ns;
+	uint64_t last_ns;
+};
+void life_sample_mono(struct life_track *track);
+void life_sample_real(struct life_track *track);
+
+/* Aborts the process if it is still running after seconds: a deadlock must
+ * fail the test, not hang it. The thread blocks every signal. */
+void life_watchdog(unsigned seconds);
+/* Waits for a child up to seconds; a child still running then is shown
+ * (its threads and what they wait in) and killed, and the test fails. */
+int life_wait_child(pid_t pid, unsigned seconds);
+
+#endif

@@ -1,0 +1,57 @@
+# Sourced by the lifecycle .test scripts: where the built files are, and how
+# to run a test program under the preload.
+
+life_builddir=${abs_top_builddir:-$(pwd)}
+life_lib=$life_builddir/src/.libs/libfasttime.so
+life_tap=$life_builddir/tests/lifecycle/.libs/liblifetap.so
+
+for f in "$life_lib" "$life_tap"; do
+	if test ! -f "$f"; then
+		echo "missing $f: run 'make check' (abs_top_builddir=$life_builddir)"
+		exit 99
+	fi
+done
+
+# A soak is asked for with FASTTIME_SOAK=1.
+case ${FASTTIME_SOAK:-0} in
+0 | no | '') life_soak=false ;;
+*) life_soak=true ;;
+esac
+
+# These tests are about the counter path: it answers even where the library
+# measured libc faster at start (FASTTIME_FORCE=0 lets the library choose,
+# and the tests skip where it chose libc).
+FASTTIME_FORCE=${FASTTIME_FORCE:-1}
+export FASTTIME_FORCE
+
+# Runs tests/lifecycle/NAME [ARGS] under libfasttime.so, with the tap behind
+# it (it counts what fasttime passes on to libc). Sanitizer builds: the
+# preloaded library comes before the sanitizer's runtime, and the fork test
+# starts a thread in a forked child on purpose.
+life_run() {
+	life_prog=$life_builddir/tests/lifecycle/$1
+	shift
+	LD_PRELOAD="$life_lib $life_tap" \
+	ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0" \
+	TSAN_OPTIONS="${TSAN_OPTIONS:+$TSAN_OPTIONS:}die_after_fork=0" \
+		"$life_prog" "$@"
+}
+
+# Runs life_run NAME [ARGS] once in each mode: fails as soon as one fails,
+# skips only when both skip.
+life_run_both_modes() {
+	life_status=77
+	for life_mode in ordered relaxed; do
+		echo "--- FASTTIME_MODE=$life_mode"
+		FASTTIME_MODE=$life_mode
+		export FASTTIME_MODE
+		life_run "$@"
+		life_rc=$?
+		case $life_rc in
+		0) life_status=0 ;;
+		77) ;;
+		*) return $life_rc ;;
+		esac
+	done
+	return $life_status
+}
