@@ -136,9 +136,14 @@ PRELOAD_EXPORT int clock_gettime(clockid_t id, struct timespec *ts)
 {
 	uint32_t flags = __atomic_load_n(&table_shared.api_flags, __ATOMIC_RELAXED);
 
-	if ((unsigned)id <= CLOCK_MONOTONIC && ((flags >> id) & 1) && !preload_is_null(ts))
-		return preload_fast_clock_gettime(flags, id, ts);
-	return preload_fallback_clock_gettime(id, ts);
+	if ((unsigned)id <= CLOCK_MONOTONIC) {
+		if (((flags >> id) & 1) && !preload_is_null(ts))
+			return preload_fast_clock_gettime(flags, id, ts);
+		/* Left to libc (by choice, or not calibrated yet): libc's own
+		 * answers need no clamp, so nothing but the start check. */
+		refresh_ensure_started();
+	}
+	return libc_clock_gettime(id, ts);
 }
 
 static __attribute__((noinline)) int preload_fast_gettimeofday(uint32_t flags, struct timeval *tv)

@@ -27,6 +27,7 @@ int refresh_state = REFRESH_OFF;
 static uint64_t refresh_configured_interval_ns = SETTINGS_DEFAULT_INTERVAL_MS * 1000000ull;
 static uint32_t refresh_mode_flags;
 static bool refresh_force_fast;
+static int refresh_calls_until_retry;
 static bool refresh_in_round;
 static bool refresh_realtime_known;
 
@@ -392,7 +393,14 @@ void refresh_start(void)
 
 	if (__atomic_load_n(&refresh_state, __ATOMIC_ACQUIRE) != REFRESH_IDLE)
 		return;
+	/* After a start put off, the next calls do not ask again at once:
+	 * each asking costs system calls. */
+	if (__atomic_load_n(&refresh_calls_until_retry, __ATOMIC_RELAXED) > 0) {
+		__atomic_fetch_sub(&refresh_calls_until_retry, 1, __ATOMIC_RELAXED);
+		return;
+	}
 	if (refresh_maybe_in_signal_handler()) {
+		__atomic_store_n(&refresh_calls_until_retry, 1000, __ATOMIC_RELAXED);
 		errno = saved_errno;
 		return;
 	}
