@@ -26,7 +26,7 @@ static __attribute__((noinline)) void api_libc_monotonic(uint32_t flags, unsigne
 	struct timespec ts;
 	(void)flags;
 	for (unsigned i = 0; i < calls; i++) {
-		libc_time.clock_gettime(CLOCK_MONOTONIC, &ts);
+		libc_clock_gettime(CLOCK_MONOTONIC, &ts);
 		api_consume((uint64_t)ts.tv_nsec);
 	}
 }
@@ -45,7 +45,7 @@ static __attribute__((noinline)) void api_libc_realtime(uint32_t flags, unsigned
 	struct timespec ts;
 	(void)flags;
 	for (unsigned i = 0; i < calls; i++) {
-		libc_time.clock_gettime(CLOCK_REALTIME, &ts);
+		libc_clock_gettime(CLOCK_REALTIME, &ts);
 		api_consume((uint64_t)ts.tv_nsec);
 	}
 }
@@ -64,7 +64,7 @@ static __attribute__((noinline)) void api_libc_gettimeofday(uint32_t flags, unsi
 	struct timeval tv;
 	(void)flags;
 	for (unsigned i = 0; i < calls; i++) {
-		libc_time.gettimeofday(&tv, NULL);
+		libc_gettimeofday(&tv, NULL);
 		api_consume((uint64_t)tv.tv_usec);
 	}
 }
@@ -82,7 +82,7 @@ static __attribute__((noinline)) void api_libc_time(uint32_t flags, unsigned cal
 {
 	(void)flags;
 	for (unsigned i = 0; i < calls; i++)
-		api_consume((uint64_t)libc_time.time(NULL));
+		api_consume((uint64_t)libc_time_now(NULL));
 }
 
 static __attribute__((noinline)) void api_fast_time(uint32_t flags, unsigned calls)
@@ -99,7 +99,7 @@ static __attribute__((noinline)) void api_libc_timespec_get(uint32_t flags, unsi
 	struct timespec ts;
 	(void)flags;
 	for (unsigned i = 0; i < calls; i++) {
-		libc_time.timespec_get(&ts, TIME_UTC);
+		libc_timespec_get(&ts, TIME_UTC);
 		api_consume((uint64_t)ts.tv_nsec);
 	}
 }
@@ -108,7 +108,7 @@ static uint64_t api_now_ns(void)
 {
 	struct timespec ts;
 
-	libc_time.clock_gettime(CLOCK_MONOTONIC, &ts);
+	libc_clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * CLOCK_NS_PER_SEC + (uint64_t)ts.tv_nsec;
 }
 
@@ -141,9 +141,8 @@ uint32_t api_choice_measure(uint32_t mode_flags, struct api_cost costs[API_CHOIC
 	};
 	uint32_t chosen = 0;
 
-	if (libc_time.clock_gettime == NULL || libc_time.gettimeofday == NULL ||
-	    libc_time.time == NULL || libc_time.timespec_get == NULL)
-		return 0;
+	/* The loops call libc through its resolved functions. */
+	libc_resolve();
 	for (unsigned a = 0; a < API_CHOICE_COUNT; a++) {
 		double best_libc = 1e30, best_fast = 1e30;
 

@@ -30,19 +30,19 @@ void libc_resolve(void)
 	if (libc_resolving)
 		return;
 	libc_resolving = true;
-	if (libc_time.clock_gettime == NULL)
+	if (__atomic_load_n(&libc_time.clock_gettime, __ATOMIC_ACQUIRE) == NULL)
 		__atomic_store_n(
 		    &libc_time.clock_gettime,
 		    (int (*)(clockid_t, struct timespec *))libc_lookup("clock_gettime"),
 		    __ATOMIC_RELEASE);
-	if (libc_time.gettimeofday == NULL)
+	if (__atomic_load_n(&libc_time.gettimeofday, __ATOMIC_ACQUIRE) == NULL)
 		__atomic_store_n(&libc_time.gettimeofday,
 				 (int (*)(struct timeval *, void *))libc_lookup("gettimeofday"),
 				 __ATOMIC_RELEASE);
-	if (libc_time.time == NULL)
+	if (__atomic_load_n(&libc_time.time, __ATOMIC_ACQUIRE) == NULL)
 		__atomic_store_n(&libc_time.time, (time_t(*)(time_t *))libc_lookup("time"),
 				 __ATOMIC_RELEASE);
-	if (libc_time.timespec_get == NULL)
+	if (__atomic_load_n(&libc_time.timespec_get, __ATOMIC_ACQUIRE) == NULL)
 		__atomic_store_n(&libc_time.timespec_get,
 				 (int (*)(struct timespec *, int))libc_lookup("timespec_get"),
 				 __ATOMIC_RELEASE);
