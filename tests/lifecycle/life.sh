@@ -26,14 +26,16 @@ export FASTTIME_FORCE
 
 # Runs tests/lifecycle/NAME [ARGS] under libfasttime.so, with the tap behind
 # it (it counts what fasttime passes on to libc). Sanitizer builds: the
-# preloaded library comes before the sanitizer's runtime, and the fork test
-# starts a thread in a forked child on purpose.
+# preloaded library comes before the sanitizer's runtime, the fork test
+# starts a thread in a forked child on purpose, and ThreadSanitizer's pause
+# of a second at every process exit would trip the watchdogs of the tests
+# that run many short children.
 life_run() {
 	life_prog=$life_builddir/tests/lifecycle/$1
 	shift
 	LD_PRELOAD="$life_lib $life_tap" \
 	ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0" \
-	TSAN_OPTIONS="${TSAN_OPTIONS:+$TSAN_OPTIONS:}die_after_fork=0" \
+	TSAN_OPTIONS="${TSAN_OPTIONS:+$TSAN_OPTIONS:}die_after_fork=0:atexit_sleep_ms=0" \
 		"$life_prog" "$@"
 }
 

@@ -248,7 +248,9 @@ static void signals_first_calls(unsigned children)
 			life_fail("fork: %s", strerror(errno));
 		if (pid == 0)
 			_exit(signals_first_call_child(c * 7919u + 1));
-		status = life_wait_child(pid, 5);
+		/* A deadlock never ends; 30 s leaves room for a slow
+		 * sanitizer build on a busy machine. */
+		status = life_wait_child(pid, 30);
 		if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
 			life_fail("first call in a handler, child %u: status 0x%x (%s)", c, status,
 				  signals_first_status(status));
