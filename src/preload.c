@@ -86,15 +86,38 @@ static __attribute__((noinline)) int preload_libc_monotonic_clamped(struct times
 /* Everything the TSC does not answer: libc's own function, after making sure
  * the refresh thread runs if this clock is one it could answer. Kept apart so that the pass-through
  * path is a few instructions and a tail jump. */
+/* The same for CLOCK_REALTIME: libc's answer, never earlier than what the
+ * TSC gave this thread last (its clamped monotonic reading plus the current
+ * offset), unless it is earlier by more than a millisecond: then the clock
+ * was set back, and libc's answer stands, as it would without fasttime. */
+static void preload_clamp_realtime(struct timespec *ts)
+{
+	uint64_t last = clock_thread.last_mono_ns, floor, ns;
+
+	if (last == 0)
+		return;
+	floor = last + clock_realtime_offset();
+	ns = (uint64_t)ts->tv_sec * CLOCK_NS_PER_SEC + (uint64_t)ts->tv_nsec;
+	if (ns < floor && floor - ns < 1000000u) {
+		ts->tv_sec = (time_t)(floor / CLOCK_NS_PER_SEC);
+		ts->tv_nsec = (long)(floor % CLOCK_NS_PER_SEC);
+	}
+}
+
 static __attribute__((noinline)) int preload_fallback_clock_gettime(clockid_t id,
 								    struct timespec *ts)
 {
+	int rc;
+
 	if ((unsigned)id > CLOCK_MONOTONIC)
 		return libc_clock_gettime(id, ts);
 	refresh_ensure_started();
 	if (id == CLOCK_MONOTONIC && clock_thread.last_mono_ns != 0 && !preload_is_null(ts))
 		return preload_libc_monotonic_clamped(ts);
-	return libc_clock_gettime(id, ts);
+	rc = libc_clock_gettime(id, ts);
+	if (rc == 0 && id == CLOCK_REALTIME)
+		preload_clamp_realtime(ts);
+	return rc;
 }
 
 /* Before a thread's first reading from the TSC: its earlier answers came
@@ -194,11 +217,16 @@ PRELOAD_EXPORT time_t time(time_t *t)
 
 static __attribute__((noinline)) int preload_fast_timespec_get(uint32_t flags, struct timespec *ts)
 {
+	int rc;
+
 	preload_before_fast_reading();
 	if (clock_answer_realtime(flags, ts))
 		return TIME_UTC;
 	refresh_ensure_started();
-	return libc_timespec_get(ts, TIME_UTC);
+	rc = libc_timespec_get(ts, TIME_UTC);
+	if (rc == TIME_UTC)
+		preload_clamp_realtime(ts);
+	return rc;
 }
 
 PRELOAD_EXPORT int timespec_get(struct timespec *ts, int base)
