@@ -74,26 +74,6 @@ static int __attribute__((format(printf, 1, 2))) fasttime_bad_usage(const char *
 	return FASTTIME_EXIT_USAGE;
 }
 
-/* Milliseconds from text, digits only, within the library's own bounds. */
-static bool fasttime_parse_interval(const char *text, uint32_t *ms)
-{
-	uint64_t n = 0;
-
-	if (*text == '\0')
-		return false;
-	for (const char *p = text; *p != '\0'; p++) {
-		if (*p < '0' || *p > '9')
-			return false;
-		n = n * 10 + (uint64_t)(*p - '0');
-		if (n > SETTINGS_MAX_INTERVAL_MS)
-			return false;
-	}
-	if (n < SETTINGS_MIN_INTERVAL_MS)
-		return false;
-	*ms = (uint32_t)n;
-	return true;
-}
-
 /* Reports an --interval value out of the library's bounds. */
 static int fasttime_bad_interval(const char *value)
 {
@@ -157,7 +137,9 @@ static int fasttime_parse(int argc, char **argv, struct fasttime_options *option
 		case 'h': help = true; break;
 		case 'V': version = true; break;
 		case 'i':
-			if (!fasttime_parse_interval(optarg, &options->run.interval_ms))
+			if (!settings_parse_range(optarg, SETTINGS_MIN_INTERVAL_MS,
+						  SETTINGS_MAX_INTERVAL_MS,
+						  &options->run.interval_ms))
 				return fasttime_bad_interval(optarg);
 			break;
 		case ':': return fasttime_bad_usage("option '%s' needs a value", argv[optind - 1]);

@@ -57,8 +57,7 @@ static bool settings_bool(settings_lookup_fn lookup, settings_warn_fn warn, cons
 	return false;
 }
 
-/* A decimal integer in [min, max], digits only. */
-static bool settings_parse_range(const char *value, uint32_t min, uint32_t max, uint32_t *out)
+bool settings_parse_range(const char *value, uint32_t min, uint32_t max, uint32_t *out)
 {
 	uint64_t n = 0;
 

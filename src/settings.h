@@ -22,6 +22,10 @@ typedef const char *(*settings_lookup_fn)(const char *name);
 /* Receives one complete warning line, newline included. */
 typedef void (*settings_warn_fn)(const char *line);
 
+/* A decimal integer in [min, max], digits only: the library's rule for
+ * numbers, shared with the fasttime command's options. */
+bool settings_parse_range(const char *value, uint32_t min, uint32_t max, uint32_t *out);
+
 /* Fills settings from lookup; each value it cannot use gets one warning line
  * and its default. */
 void settings_load(struct settings *settings, settings_lookup_fn lookup, settings_warn_fn warn);
