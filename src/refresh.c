@@ -28,6 +28,8 @@ static uint64_t refresh_configured_interval_ns = SETTINGS_DEFAULT_INTERVAL_MS * 
 static uint32_t refresh_mode_flags;
 static bool refresh_force_fast;
 static int refresh_calls_until_retry;
+/* The processor's and the kernel's facts, as the refresh thread last saw them. */
+static struct cpu_facts refresh_facts;
 static bool refresh_in_round;
 static bool refresh_realtime_known;
 
@@ -257,11 +259,17 @@ static void refresh_choose_apis(void)
  * when it can. Opens and closes two sysfs files. */
 static const char *refresh_check_kernel(void)
 {
-	struct cpu_facts facts;
+	cpu_probe_instructions(&refresh_facts);
+	cpu_probe_kernel(&refresh_facts);
+	return cpu_unusable_reason(&refresh_facts);
+}
 
-	cpu_probe_instructions(&facts);
-	cpu_probe_kernel(&facts);
-	return cpu_unusable_reason(&facts);
+/* The same each round, kernel only: the processor's answers cannot change,
+ * and under a hypervisor each CPUID is a VM exit. */
+static const char *refresh_recheck_kernel(void)
+{
+	cpu_probe_kernel(&refresh_facts);
+	return cpu_unusable_reason(&refresh_facts);
 }
 
 static void refresh_sleep_until(uint64_t deadline_ns)
@@ -342,7 +350,7 @@ static void *refresh_main(void *unused)
 
 		/* The kernel's watchdog may drop the TSC at any time (a VM
 		 * migrated to a host whose TSC disagrees): from then on libc. */
-		reason = round == 0 ? NULL : refresh_check_kernel();
+		reason = round == 0 ? NULL : refresh_recheck_kernel();
 		if (reason != NULL) {
 			__atomic_store_n(&table_shared.api_flags, 0, __ATOMIC_RELEASE);
 			table_set_validity(0, 0);
