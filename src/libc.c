@@ -14,14 +14,27 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-struct libc_time_functions libc_time;
+struct libc_time_functions libc_time = {
+	.clock_gettime = libc_unresolved_clock_gettime,
+	.gettimeofday = libc_unresolved_gettimeofday,
+	.time = libc_unresolved_time,
+	.timespec_get = libc_unresolved_timespec_get,
+};
 
 static __thread bool libc_resolving __attribute__((tls_model("initial-exec")));
 
-static void *libc_lookup(const char *name)
-{
-	return dlsym(RTLD_NEXT, name);
-}
+/* Replaces an entry that still holds its resolver with libc's function;
+ * leaves it when the lookup fails, so that calls keep making the system
+ * call. */
+#define LIBC_RESOLVE_ENTRY(entry, resolver, name)                                                  \
+	do {                                                                                       \
+		if (__atomic_load_n(&libc_time.entry, __ATOMIC_ACQUIRE) == (resolver)) {           \
+			__typeof__(libc_time.entry) found =                                        \
+			    (__typeof__(libc_time.entry))dlsym(RTLD_NEXT, name);                   \
+			if (found != NULL)                                                         \
+				__atomic_store_n(&libc_time.entry, found, __ATOMIC_RELEASE);       \
+		}                                                                                  \
+	} while (0)
 
 void libc_resolve(void)
 {
@@ -30,22 +43,10 @@ void libc_resolve(void)
 	if (libc_resolving)
 		return;
 	libc_resolving = true;
-	if (__atomic_load_n(&libc_time.clock_gettime, __ATOMIC_ACQUIRE) == NULL)
-		__atomic_store_n(
-		    &libc_time.clock_gettime,
-		    (int (*)(clockid_t, struct timespec *))libc_lookup("clock_gettime"),
-		    __ATOMIC_RELEASE);
-	if (__atomic_load_n(&libc_time.gettimeofday, __ATOMIC_ACQUIRE) == NULL)
-		__atomic_store_n(&libc_time.gettimeofday,
-				 (int (*)(struct timeval *, void *))libc_lookup("gettimeofday"),
-				 __ATOMIC_RELEASE);
-	if (__atomic_load_n(&libc_time.time, __ATOMIC_ACQUIRE) == NULL)
-		__atomic_store_n(&libc_time.time, (time_t(*)(time_t *))libc_lookup("time"),
-				 __ATOMIC_RELEASE);
-	if (__atomic_load_n(&libc_time.timespec_get, __ATOMIC_ACQUIRE) == NULL)
-		__atomic_store_n(&libc_time.timespec_get,
-				 (int (*)(struct timespec *, int))libc_lookup("timespec_get"),
-				 __ATOMIC_RELEASE);
+	LIBC_RESOLVE_ENTRY(clock_gettime, libc_unresolved_clock_gettime, "clock_gettime");
+	LIBC_RESOLVE_ENTRY(gettimeofday, libc_unresolved_gettimeofday, "gettimeofday");
+	LIBC_RESOLVE_ENTRY(time, libc_unresolved_time, "time");
+	LIBC_RESOLVE_ENTRY(timespec_get, libc_unresolved_timespec_get, "timespec_get");
 	libc_resolving = false;
 	/* The lookup's own errors are none of the caller's business. */
 	errno = saved_errno;
@@ -74,7 +75,7 @@ int libc_unresolved_clock_gettime(clockid_t id, struct timespec *ts)
 
 	libc_resolve();
 	fn = __atomic_load_n(&libc_time.clock_gettime, __ATOMIC_ACQUIRE);
-	if (fn == NULL)
+	if (fn == libc_unresolved_clock_gettime)
 		return libc_syscall_clock_gettime(id, ts);
 	return fn(id, ts);
 }
@@ -85,7 +86,7 @@ int libc_unresolved_gettimeofday(struct timeval *tv, void *tz)
 
 	libc_resolve();
 	fn = __atomic_load_n(&libc_time.gettimeofday, __ATOMIC_ACQUIRE);
-	if (fn == NULL)
+	if (fn == libc_unresolved_gettimeofday)
 		return libc_syscall_gettimeofday(tv, tz);
 	return fn(tv, tz);
 }
@@ -96,7 +97,7 @@ time_t libc_unresolved_time(time_t *t)
 
 	libc_resolve();
 	fn = __atomic_load_n(&libc_time.time, __ATOMIC_ACQUIRE);
-	if (fn == NULL)
+	if (fn == libc_unresolved_time)
 		return libc_syscall_time(t);
 	return fn(t);
 }
@@ -107,7 +108,7 @@ int libc_unresolved_timespec_get(struct timespec *ts, int base)
 
 	libc_resolve();
 	fn = __atomic_load_n(&libc_time.timespec_get, __ATOMIC_ACQUIRE);
-	if (fn == NULL) {
+	if (fn == libc_unresolved_timespec_get) {
 		/* C11: TIME_UTC is the only base; any other gives 0. */
 		if (base != TIME_UTC)
 			return 0;
