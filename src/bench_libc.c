@@ -6,19 +6,26 @@
 #include <dlfcn.h>
 
 struct libc_time_functions bench_libc;
+struct libc_time_functions bench_process;
 
-/* dlopen with RTLD_NOLOAD finds the libc already mapped, past any preload. */
+/* The four functions as handle finds them; false when one is missing. */
+static bool bench_libc_lookup(void *handle, struct libc_time_functions *functions)
+{
+	functions->clock_gettime =
+	    (int (*)(clockid_t, struct timespec *))dlsym(handle, "clock_gettime");
+	functions->gettimeofday = (int (*)(struct timeval *, void *))dlsym(handle, "gettimeofday");
+	functions->time = (time_t(*)(time_t *))dlsym(handle, "time");
+	functions->timespec_get = (int (*)(struct timespec *, int))dlsym(handle, "timespec_get");
+	return functions->clock_gettime && functions->gettimeofday && functions->time &&
+	       functions->timespec_get;
+}
+
+/* dlopen with RTLD_NOLOAD finds the libc already mapped, past any preload;
+ * RTLD_DEFAULT finds what the program's own calls reach. */
 bool bench_libc_find(void)
 {
 	void *libc = dlopen("libc.so.6", RTLD_NOLOAD | RTLD_NOW);
 
-	if (libc == NULL)
-		return false;
-	bench_libc.clock_gettime =
-	    (int (*)(clockid_t, struct timespec *))dlsym(libc, "clock_gettime");
-	bench_libc.gettimeofday = (int (*)(struct timeval *, void *))dlsym(libc, "gettimeofday");
-	bench_libc.time = (time_t(*)(time_t *))dlsym(libc, "time");
-	bench_libc.timespec_get = (int (*)(struct timespec *, int))dlsym(libc, "timespec_get");
-	return bench_libc.clock_gettime && bench_libc.gettimeofday && bench_libc.time &&
-	       bench_libc.timespec_get;
+	return libc != NULL && bench_libc_lookup(libc, &bench_libc) &&
+	       bench_libc_lookup(RTLD_DEFAULT, &bench_process);
 }

@@ -11,8 +11,12 @@
 #include "libc.h"
 
 extern struct libc_time_functions bench_libc;
+/* The same four as this process's own calls reach them: libc's natively,
+ * the library's when preloaded. Called through these pointers, both sides
+ * of a comparison pay the same indirect call. */
+extern struct libc_time_functions bench_process;
 
-/* Fills bench_libc; false when libc.so.6 lacks one of the functions. */
+/* Fills bench_libc and bench_process; false when one lacks a function. */
 bool bench_libc_find(void);
 
 /* libc's reading of clock id in ns. Inline: a sandwich of two of these

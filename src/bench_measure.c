@@ -44,12 +44,12 @@ bench_measure_answer(enum bench_source source, enum bench_api api, struct timesp
 		break;
 	case BENCH_SYMBOL:
 		switch (api) {
-		case BENCH_MONOTONIC: clock_gettime(CLOCK_MONOTONIC, ts); break;
-		case BENCH_REALTIME: clock_gettime(CLOCK_REALTIME, ts); break;
-		case BENCH_GETTIMEOFDAY: gettimeofday(tv, NULL); break;
-		case BENCH_TIME: *t = time(NULL); break;
-		case BENCH_TIMESPEC_GET: timespec_get(ts, TIME_UTC); break;
-		case BENCH_BOOTTIME: clock_gettime(CLOCK_BOOTTIME, ts); break;
+		case BENCH_MONOTONIC: bench_process.clock_gettime(CLOCK_MONOTONIC, ts); break;
+		case BENCH_REALTIME: bench_process.clock_gettime(CLOCK_REALTIME, ts); break;
+		case BENCH_GETTIMEOFDAY: bench_process.gettimeofday(tv, NULL); break;
+		case BENCH_TIME: *t = bench_process.time(NULL); break;
+		case BENCH_TIMESPEC_GET: bench_process.timespec_get(ts, TIME_UTC); break;
+		case BENCH_BOOTTIME: bench_process.clock_gettime(CLOCK_BOOTTIME, ts); break;
 		default: break;
 		}
 		break;
