@@ -1,10 +1,11 @@
 /* The read path: TSC -> CPU -> line -> nanoseconds -> timespec.
  *
- * Everything here is inline so that each exported function compiles to one
- * straight run of instructions. In ordered mode every instruction after
- * rdtscp is serial, so the chain after it is kept to a multiply, an add and a
- * subtract: the line is loaded before the read (for the CPU this thread last
- * ran on), and the seconds split is cached per thread. */
+ * Two reads. The fast read here is inline, so that each exported function
+ * compiles to one straight run of instructions with no call; it answers only
+ * in the common case. The careful read (clock.c) answers the rest. The line
+ * is loaded before the counter is read, for the CPU this thread last ran on,
+ * and the seconds split is cached per thread, so the chain after the read
+ * is a multiply, an add and a subtract with a test for each condition. */
 #ifndef FASTTIME_CLOCK_H
 #define FASTTIME_CLOCK_H
 
@@ -46,80 +47,86 @@ struct clock_thread_state {
 	struct clock_second real_second;
 };
 
-extern __thread struct clock_thread_state clock_thread __attribute__((tls_model("initial-exec")));
-
-/* Out of line: the rare cases, kept off the inline path. */
-uint64_t clock_clamp_backwards(uint64_t ns);
-int64_t clock_second_refill(struct clock_second *second, uint64_t ns);
+extern __thread struct clock_thread_state clock_thread
+    __attribute__((tls_model("initial-exec"), visibility("hidden")));
 
 static inline uint64_t clock_mulhi(uint64_t a, uint64_t b)
 {
 	return (uint64_t)(((unsigned __int128)a * b) >> 64);
 }
 
-/* Turns tsc and a line into monotonic ns, checking freshness and clamping so
- * that this thread never sees time go back. */
-static inline bool clock_finish(uint64_t tsc, struct calib_line line, uint64_t valid_from,
-				uint64_t valid_ticks, uint64_t *ns_out)
+/* Forced inline: each exported function must be one run of instructions
+ * with no call, or it saves registers on every path, pass-through included. */
+#define CLOCK_FAST static inline __attribute__((always_inline))
+
+/* The fast read gives up, and the careful read (clock.c) answers, whenever
+ * anything is unusual: a stale table, a thread that moved to another CPU,
+ * a line that would take this thread's time back, a thread with no clamp
+ * yet, a new second. So the fast read calls nothing, saves no register and
+ * keeps one test per condition on the chain after the counter read. */
+
+/* The line at tsc, if the table is fresh and it keeps this thread's time
+ * from going back. One comparison covers three cases: last - 1 wraps when
+ * the clamp is unset (0); a withdrawn record (0, 0) gives ns = 0; an older
+ * line, or another CPU's, gives ns < last. */
+CLOCK_FAST bool clock_fast_finish(uint64_t tsc, struct calib_line line, uint64_t valid_from,
+				  uint64_t valid_ticks, uint64_t *ns_out)
 {
 	uint64_t ns;
 
-	if (__builtin_expect(tsc - valid_from > valid_ticks || line.mult == 0, 0))
+	if (__builtin_expect(tsc - valid_from > valid_ticks, 0))
 		return false;
 	ns = clock_mulhi(tsc, line.mult) + line.offset;
-	/* A branch, not a conditional move: predicted, it keeps the clamp off
-	 * the chain that follows the counter read. */
-	if (__builtin_expect(ns < clock_thread.last_mono_ns, 0))
-		ns = clock_clamp_backwards(ns);
+	if (__builtin_expect(ns <= clock_thread.last_mono_ns - 1, 0))
+		return false;
 	clock_thread.last_mono_ns = ns;
 	*ns_out = ns;
 	return true;
 }
 
-/* Ordered: rdtscp gives the counter and the CPU id in one instruction. */
-static inline bool clock_read_ordered(uint64_t *ns_out)
+/* Ordered: rdtscp gives the counter and the CPU id in one instruction; the
+ * line, loaded before it, is the one of the CPU this thread last ran on. */
+CLOCK_FAST bool clock_fast_ordered_ns(uint64_t *ns_out)
 {
-	uint32_t guess = clock_thread.last_cpu & CPU_AUX_CPU_MASK;
+	uint32_t guess = clock_thread.last_cpu;
 	struct calib_line line = table_load(guess);
 	uint64_t valid_from = __atomic_load_n(&table_shared.valid_from_tsc, __ATOMIC_ACQUIRE);
 	uint64_t valid_ticks = __atomic_load_n(&table_shared.valid_ticks, __ATOMIC_ACQUIRE);
-	uint32_t aux, cpu;
+	uint32_t aux;
 	uint64_t tsc = cpu_rdtscp(&aux);
 
-	cpu = cpu_from_tsc_aux(aux);
-	if (__builtin_expect(cpu != guess, 0)) {
-		line = table_load(cpu);
-		clock_thread.last_cpu = cpu;
-	}
-	return clock_finish(tsc, line, valid_from, valid_ticks, ns_out);
+	if (__builtin_expect(cpu_from_tsc_aux(aux) != guess, 0))
+		return false;
+	return clock_fast_finish(tsc, line, valid_from, valid_ticks, ns_out);
 }
 
-/* Relaxed: rdtsc overlaps with the surrounding work. The CPU id comes from
- * the rseq area before and after; a migration in between shows as a change
- * (the kernel rewrites the id on the way back to user space), and then the
- * ordered read answers instead. */
-static inline bool clock_read_relaxed(uint64_t *ns_out)
+/* Relaxed: rdtsc overlaps with the surrounding work. As in ordered mode the
+ * line is the one of the CPU this thread last ran on; the rseq area, read
+ * once after the counter, confirms it (the kernel rewrites the id whenever
+ * the thread comes back to user space on another CPU). Only two migrations
+ * within the few nanoseconds between the two reads would go unseen, and
+ * then the clamp keeps this thread's time from going back. Reading the id
+ * before the counter as well, to choose the line, measured 1.5 to 3 ns
+ * slower: it puts a load in front of the line's load. An id that is not a
+ * CPU (rseq unregistered: -1) never matches. */
+CLOCK_FAST bool clock_fast_relaxed_ns(uint64_t *ns_out)
 {
-	uint32_t cpu = cpu_rseq_current();
-	uint64_t valid_from, valid_ticks, tsc;
-	struct calib_line line;
+	uint32_t guess = clock_thread.last_cpu;
+	struct calib_line line = table_load(guess);
+	uint64_t valid_from = __atomic_load_n(&table_shared.valid_from_tsc, __ATOMIC_ACQUIRE);
+	uint64_t valid_ticks = __atomic_load_n(&table_shared.valid_ticks, __ATOMIC_ACQUIRE);
+	uint64_t tsc = cpu_rdtsc();
 
-	if (__builtin_expect(cpu >= CPU_MAX_CPUS, 0))
-		return clock_read_ordered(ns_out);
-	line = table_load(cpu);
-	valid_from = __atomic_load_n(&table_shared.valid_from_tsc, __ATOMIC_ACQUIRE);
-	valid_ticks = __atomic_load_n(&table_shared.valid_ticks, __ATOMIC_ACQUIRE);
-	tsc = cpu_rdtsc();
-	if (__builtin_expect(cpu_rseq_current() != cpu, 0))
-		return clock_read_ordered(ns_out);
-	return clock_finish(tsc, line, valid_from, valid_ticks, ns_out);
+	if (__builtin_expect(cpu_rseq_current() != guess, 0))
+		return false;
+	return clock_fast_finish(tsc, line, valid_from, valid_ticks, ns_out);
 }
 
-static inline bool clock_read_mono_ns(uint32_t flags, uint64_t *ns_out)
+CLOCK_FAST bool clock_fast_mono_ns(uint32_t flags, uint64_t *ns_out)
 {
 	if (flags & CLOCK_MODE_RELAXED)
-		return clock_read_relaxed(ns_out);
-	return clock_read_ordered(ns_out);
+		return clock_fast_relaxed_ns(ns_out);
+	return clock_fast_ordered_ns(ns_out);
 }
 
 static inline uint64_t clock_realtime_offset(void)
@@ -127,78 +134,105 @@ static inline uint64_t clock_realtime_offset(void)
 	return __atomic_load_n(&table_shared.realtime_offset_ns, __ATOMIC_RELAXED);
 }
 
-/* Seconds and the rest, with the division done once a second per thread. */
-static inline void clock_split(struct clock_second *second, uint64_t ns, int64_t *sec,
-			       uint64_t *rest_ns)
+/* Seconds and the rest from this thread's cached second; false in a new
+ * second, which the careful read's division fills in. */
+CLOCK_FAST bool clock_fast_split(const struct clock_second *second, uint64_t ns, int64_t *sec,
+				 uint64_t *rest_ns)
 {
 	int64_t cached = second->sec;
 	uint64_t into = ns - (uint64_t)cached * CLOCK_NS_PER_SEC;
 
-	if (__builtin_expect(into >= CLOCK_NS_PER_SEC, 0)) {
-		cached = clock_second_refill(second, ns);
-		into = ns - (uint64_t)cached * CLOCK_NS_PER_SEC;
-	}
+	if (__builtin_expect(into >= CLOCK_NS_PER_SEC, 0))
+		return false;
 	*sec = cached;
 	*rest_ns = into;
+	return true;
 }
 
-static inline void clock_to_timespec(struct clock_second *second, uint64_t ns, struct timespec *ts)
+/* The fast answers; false means "ask the careful read". */
+CLOCK_FAST bool clock_fast_monotonic(uint32_t flags, struct timespec *ts)
 {
+	uint64_t ns, rest;
 	int64_t sec;
-	uint64_t rest;
 
-	clock_split(second, ns, &sec, &rest);
+	if (!clock_fast_mono_ns(flags, &ns) ||
+	    !clock_fast_split(&clock_thread.mono_second, ns, &sec, &rest))
+		return false;
 	ts->tv_sec = (time_t)sec;
 	ts->tv_nsec = (long)rest;
-}
-
-/* The answers each entry point gives; false means "ask libc". */
-static inline bool clock_answer_monotonic(uint32_t flags, struct timespec *ts)
-{
-	uint64_t ns;
-
-	if (!clock_read_mono_ns(flags, &ns))
-		return false;
-	clock_to_timespec(&clock_thread.mono_second, ns, ts);
 	return true;
 }
 
-static inline bool clock_answer_realtime(uint32_t flags, struct timespec *ts)
-{
-	uint64_t offset = clock_realtime_offset();
-	uint64_t ns;
-
-	if (!clock_read_mono_ns(flags, &ns))
-		return false;
-	clock_to_timespec(&clock_thread.real_second, ns + offset, ts);
-	return true;
-}
-
-static inline bool clock_answer_timeval(uint32_t flags, struct timeval *tv)
+CLOCK_FAST bool clock_fast_realtime(uint32_t flags, struct timespec *ts)
 {
 	uint64_t offset = clock_realtime_offset();
 	uint64_t ns, rest;
 	int64_t sec;
 
-	if (!clock_read_mono_ns(flags, &ns))
+	if (!clock_fast_mono_ns(flags, &ns) ||
+	    !clock_fast_split(&clock_thread.real_second, ns + offset, &sec, &rest))
 		return false;
-	clock_split(&clock_thread.real_second, ns + offset, &sec, &rest);
+	ts->tv_sec = (time_t)sec;
+	ts->tv_nsec = (long)rest;
+	return true;
+}
+
+CLOCK_FAST bool clock_fast_timeval(uint32_t flags, struct timeval *tv)
+{
+	uint64_t offset = clock_realtime_offset();
+	uint64_t ns, rest;
+	int64_t sec;
+
+	if (!clock_fast_mono_ns(flags, &ns) ||
+	    !clock_fast_split(&clock_thread.real_second, ns + offset, &sec, &rest))
+		return false;
 	tv->tv_sec = (time_t)sec;
 	tv->tv_usec = (suseconds_t)(rest / 1000u);
 	return true;
 }
 
-static inline bool clock_answer_seconds(uint32_t flags, time_t *sec_out)
+CLOCK_FAST bool clock_fast_seconds(uint32_t flags, time_t *sec_out)
 {
 	uint64_t offset = clock_realtime_offset();
 	uint64_t ns, rest;
 	int64_t sec;
 
-	if (!clock_read_mono_ns(flags, &ns))
+	if (!clock_fast_mono_ns(flags, &ns) ||
+	    !clock_fast_split(&clock_thread.real_second, ns + offset, &sec, &rest))
 		return false;
-	clock_split(&clock_thread.real_second, ns + offset, &sec, &rest);
 	*sec_out = (time_t)sec;
 	return true;
+}
+
+/* The careful read (clock.c): every check written out, the clamp applied
+ * instead of refused, the second refilled; false when the table is stale
+ * or this CPU has no line, and then the caller asks libc. */
+bool clock_careful_monotonic(uint32_t flags, struct timespec *ts);
+bool clock_careful_realtime(uint32_t flags, struct timespec *ts);
+bool clock_careful_timeval(uint32_t flags, struct timeval *tv);
+bool clock_careful_seconds(uint32_t flags, time_t *sec);
+/* Seconds and the rest for any ns, refilling the cached second. */
+void clock_to_timespec(struct clock_second *second, uint64_t ns, struct timespec *ts);
+
+/* The answers each form gives from the TSC; false means "ask libc". */
+static inline bool clock_answer_monotonic(uint32_t flags, struct timespec *ts)
+{
+	return clock_fast_monotonic(flags, ts) || clock_careful_monotonic(flags, ts);
+}
+
+static inline bool clock_answer_realtime(uint32_t flags, struct timespec *ts)
+{
+	return clock_fast_realtime(flags, ts) || clock_careful_realtime(flags, ts);
+}
+
+static inline bool clock_answer_timeval(uint32_t flags, struct timeval *tv)
+{
+	return clock_fast_timeval(flags, tv) || clock_careful_timeval(flags, tv);
+}
+
+static inline bool clock_answer_seconds(uint32_t flags, time_t *sec)
+{
+	return clock_fast_seconds(flags, sec) || clock_careful_seconds(flags, sec);
 }
 
 #endif

@@ -60,19 +60,25 @@ static inline uint32_t cpu_node_from_tsc_aux(uint32_t aux)
 
 /* Offset of the rseq cpu_id field from the thread pointer, or 0 when glibc
  * has not registered rseq (then readers use rdtscp). Set by cpu_rseq_init. */
-extern long cpu_rseq_cpu_id_offset;
+extern __attribute__((visibility("hidden"))) long cpu_rseq_cpu_id_offset;
 
 /* Looks up glibc's rseq area; returns whether it is registered. */
 bool cpu_rseq_init(void);
 
-/* The CPU this thread runs on, as the kernel last wrote it into rseq. A
- * negative value in the area (unregistered) reads as a huge id, which every
- * caller's bound check rejects. */
-static inline uint32_t cpu_rseq_current(void)
+/* The CPU this thread runs on, as the kernel last wrote it into the rseq
+ * area at offset (cpu_rseq_cpu_id_offset) from the thread pointer. Each call
+ * is a fresh load, kept in order with the TSC reads around it. A negative
+ * value in the area (unregistered) reads as a huge id. */
+static inline uint32_t cpu_rseq_read(long offset)
 {
 	uint32_t cpu;
-	__asm__ volatile("movl %%fs:(%1), %0" : "=r"(cpu) : "r"(cpu_rseq_cpu_id_offset) : "memory");
+	__asm__ volatile("movl %%fs:(%1), %0" : "=r"(cpu) : "r"(offset) : "memory");
 	return cpu;
+}
+
+static inline uint32_t cpu_rseq_current(void)
+{
+	return cpu_rseq_read(cpu_rseq_cpu_id_offset);
 }
 
 #endif

@@ -124,77 +124,107 @@ static __attribute__((noinline)) int preload_fallback_clock_gettime(clockid_t id
  * from libc, which the clamp has not seen. Seeding the clamp with libc's
  * clock now keeps the first TSC reading from falling behind them when the
  * line runs a few nanoseconds behind the kernel. Once per thread. */
-static __attribute__((noinline)) void preload_seed_clamp(void)
+static void preload_seed_clamp(void)
 {
 	struct timespec ts;
 
+	if (clock_thread.last_mono_ns != 0)
+		return;
 	if (libc_clock_gettime(CLOCK_MONOTONIC, &ts) == 0)
 		clock_thread.last_mono_ns =
 		    (uint64_t)ts.tv_sec * CLOCK_NS_PER_SEC + (uint64_t)ts.tv_nsec;
 }
 
-static inline void preload_before_fast_reading(void)
+/* Each entry point tries the fast read inline (clock.h) and, when it gives
+ * up, tail-calls its slow path below: the careful read, and libc when that
+ * cannot answer either. The entry points themselves call nothing on the
+ * fast path, so they save no register. */
+
+/* The slow paths load the flags again rather than take them: one argument
+ * fewer kept alive across the fast read, which then fits in the registers
+ * a call may clobber. */
+static inline uint32_t preload_api_flags(void)
 {
-	if (__builtin_expect(clock_thread.last_mono_ns == 0, 0))
-		preload_seed_clamp();
+	return __atomic_load_n(&table_shared.api_flags, __ATOMIC_RELAXED);
 }
 
-/* The accelerated clocks' fast path; falls back when the line is stale or
- * the CPU has none. Out of line, so that entry points that pass through
- * save no registers. */
-static __attribute__((noinline)) int preload_fast_clock_gettime(uint32_t flags, clockid_t id,
-								struct timespec *ts)
+static __attribute__((noinline)) int preload_slow_clock_gettime(clockid_t id, struct timespec *ts)
 {
-	preload_before_fast_reading();
-	if (id == CLOCK_MONOTONIC) {
-		if (clock_answer_monotonic(flags, ts))
-			return 0;
-	} else if (clock_answer_realtime(flags, ts)) {
+	uint32_t flags = preload_api_flags();
+
+	preload_seed_clamp();
+	if (id == CLOCK_MONOTONIC ? clock_careful_monotonic(flags, ts)
+				  : clock_careful_realtime(flags, ts))
 		return 0;
-	}
 	return preload_fallback_clock_gettime(id, ts);
+}
+
+/* A clock the TSC could answer but does not (yet): libc, once the refresh
+ * thread is on its way. */
+static __attribute__((noinline)) int preload_libc_clock_gettime(clockid_t id, struct timespec *ts)
+{
+	refresh_ensure_started();
+	return libc_clock_gettime(id, ts);
 }
 
 PRELOAD_EXPORT int clock_gettime(clockid_t id, struct timespec *ts)
 {
-	uint32_t flags = __atomic_load_n(&table_shared.api_flags, __ATOMIC_RELAXED);
+	uint32_t flags = preload_api_flags();
 
-	if ((unsigned)id <= CLOCK_MONOTONIC) {
-		if (((flags >> id) & 1) && !preload_is_null(ts))
-			return preload_fast_clock_gettime(flags, id, ts);
-		/* Left to libc (by choice, or not calibrated yet): libc's own
-		 * answers need no clamp, so nothing but the start check. */
-		refresh_ensure_started();
+	if ((unsigned)id > CLOCK_MONOTONIC)
+		return libc_clock_gettime(id, ts);
+	/* Left to libc (by choice, or not calibrated yet): libc's own
+	 * answers need no clamp, so nothing but the start check. */
+	if (!((flags >> id) & 1) || preload_is_null(ts))
+		return preload_libc_clock_gettime(id, ts);
+	/* Each branch passes its clock id as a constant, so that the id need
+	 * not stay in a register across the counter read. */
+	if (id == CLOCK_MONOTONIC) {
+		if (clock_fast_monotonic(flags, ts))
+			return 0;
+		return preload_slow_clock_gettime(CLOCK_MONOTONIC, ts);
 	}
-	return libc_clock_gettime(id, ts);
+	if (clock_fast_realtime(flags, ts))
+		return 0;
+	return preload_slow_clock_gettime(CLOCK_REALTIME, ts);
 }
 
-static __attribute__((noinline)) int preload_fast_gettimeofday(uint32_t flags, struct timeval *tv)
+static __attribute__((noinline)) int preload_slow_gettimeofday(struct timeval *tv)
 {
-	preload_before_fast_reading();
-	if (clock_answer_timeval(flags, tv))
+	uint32_t flags = preload_api_flags();
+
+	preload_seed_clamp();
+	if (clock_careful_timeval(flags, tv))
 		return 0;
 	refresh_ensure_started();
 	return libc_gettimeofday(tv, NULL);
 }
 
-PRELOAD_EXPORT int gettimeofday(struct timeval *tv, void *tz)
+static __attribute__((noinline)) int preload_libc_gettimeofday(struct timeval *tv, void *tz)
 {
-	uint32_t flags = __atomic_load_n(&table_shared.api_flags, __ATOMIC_RELAXED);
-
-	/* A timezone request is libc's business: answer it exactly. */
-	if ((flags & CLOCK_API_GETTIMEOFDAY) && tz == NULL && !preload_is_null(tv))
-		return preload_fast_gettimeofday(flags, tv);
 	refresh_ensure_started();
 	return libc_gettimeofday(tv, tz);
 }
 
-static __attribute__((noinline)) time_t preload_fast_time(uint32_t flags, time_t *t)
+PRELOAD_EXPORT int gettimeofday(struct timeval *tv, void *tz)
 {
+	uint32_t flags = preload_api_flags();
+
+	/* A timezone request is libc's business: answer it exactly. */
+	if (!(flags & CLOCK_API_GETTIMEOFDAY) || tz != NULL || preload_is_null(tv))
+		return preload_libc_gettimeofday(tv, tz);
+	if (clock_fast_timeval(flags, tv))
+		return 0;
+	return preload_slow_gettimeofday(tv);
+}
+
+static __attribute__((noinline)) time_t preload_slow_time(time_t *t)
+{
+	uint32_t flags = preload_api_flags();
 	time_t now;
 
-	preload_before_fast_reading();
-	if (clock_answer_seconds(flags, &now)) {
+	preload_seed_clamp();
+	if (clock_careful_seconds(flags, &now)) {
 		if (t != NULL)
 			*t = now;
 		return now;
@@ -205,22 +235,28 @@ static __attribute__((noinline)) time_t preload_fast_time(uint32_t flags, time_t
 
 PRELOAD_EXPORT time_t time(time_t *t)
 {
-	uint32_t flags = __atomic_load_n(&table_shared.api_flags, __ATOMIC_RELAXED);
+	uint32_t flags = preload_api_flags();
+	time_t now;
 
-	if (flags & CLOCK_API_TIME)
-		return preload_fast_time(flags, t);
 	/* No thread start from here: libc answers time() from the vDSO's
 	 * coarse clock, cheaper than any TSC read, so a program that only
 	 * calls time() gains nothing from one. */
-	return libc_time_now(t);
+	if (__builtin_expect(!(flags & CLOCK_API_TIME), 1))
+		return libc_time_now(t);
+	if (!clock_fast_seconds(flags, &now))
+		return preload_slow_time(t);
+	if (t != NULL)
+		*t = now;
+	return now;
 }
 
-static __attribute__((noinline)) int preload_fast_timespec_get(uint32_t flags, struct timespec *ts)
+static __attribute__((noinline)) int preload_slow_timespec_get(struct timespec *ts)
 {
+	uint32_t flags = preload_api_flags();
 	int rc;
 
-	preload_before_fast_reading();
-	if (clock_answer_realtime(flags, ts))
+	preload_seed_clamp();
+	if (clock_careful_realtime(flags, ts))
 		return TIME_UTC;
 	refresh_ensure_started();
 	rc = libc_timespec_get(ts, TIME_UTC);
@@ -229,12 +265,19 @@ static __attribute__((noinline)) int preload_fast_timespec_get(uint32_t flags, s
 	return rc;
 }
 
-PRELOAD_EXPORT int timespec_get(struct timespec *ts, int base)
+static __attribute__((noinline)) int preload_libc_timespec_get(struct timespec *ts, int base)
 {
-	uint32_t flags = __atomic_load_n(&table_shared.api_flags, __ATOMIC_RELAXED);
-
-	if (base == TIME_UTC && (flags & CLOCK_API_TIMESPEC_GET) && !preload_is_null(ts))
-		return preload_fast_timespec_get(flags, ts);
 	refresh_ensure_started();
 	return libc_timespec_get(ts, base);
+}
+
+PRELOAD_EXPORT int timespec_get(struct timespec *ts, int base)
+{
+	uint32_t flags = preload_api_flags();
+
+	if (base != TIME_UTC || !(flags & CLOCK_API_TIMESPEC_GET) || preload_is_null(ts))
+		return preload_libc_timespec_get(ts, base);
+	if (clock_fast_realtime(flags, ts))
+		return TIME_UTC;
+	return preload_slow_timespec_get(ts);
 }

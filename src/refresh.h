@@ -51,7 +51,7 @@ enum refresh_state {
 	REFRESH_RUNNING,
 	REFRESH_OFF, /* not wanted, not possible, or could not start */
 };
-extern int refresh_state;
+extern __attribute__((visibility("hidden"))) int refresh_state;
 
 /* Starts the thread unless it runs, has failed or is not wanted. */
 void refresh_start(void);

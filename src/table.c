@@ -32,11 +32,13 @@ static void table_store16(struct table_record *record, uint64_t lo, uint64_t hi)
 #endif
 }
 
+/* A record with no slope is stored as (0, 0), which the fast read turns into
+ * ns = 0 and refuses by its clamp test, without a test of its own. */
 void table_publish(uint32_t cpu, struct calib_line line)
 {
 	if (cpu >= CPU_MAX_CPUS)
 		return;
-	table_store16(&table_records[cpu], line.mult, line.offset);
+	table_store16(&table_records[cpu], line.mult, line.mult != 0 ? line.offset : 0);
 }
 
 void table_withdraw(uint32_t cpu)

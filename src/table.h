@@ -18,8 +18,10 @@ struct table_record {
 	uint64_t offset;
 } __attribute__((aligned(16)));
 
-/* Indexed by CPU id; untouched pages of it cost no memory. */
-extern struct table_record table_records[CPU_MAX_CPUS];
+/* Indexed by CPU id; untouched pages of it cost no memory. Hidden, like
+ * every variable the read path touches, so that code addresses it directly
+ * rather than through the GOT. */
+extern __attribute__((visibility("hidden"))) struct table_record table_records[CPU_MAX_CPUS];
 
 /* Read-mostly facts shared by all CPUs, on their own cache line. */
 struct table_shared {
@@ -33,7 +35,7 @@ struct table_shared {
 	uint32_t api_flags;
 } __attribute__((aligned(64)));
 
-extern struct table_shared table_shared;
+extern __attribute__((visibility("hidden"))) struct table_shared table_shared;
 
 /* Publishes one CPU's line atomically. */
 void table_publish(uint32_t cpu, struct calib_line line);

@@ -416,6 +416,72 @@ START_TEST(test_clock_no_line)
 }
 END_TEST
 
+/* The fast read answers only in the common case and leaves every other one
+ * to the careful read: a thread with no clamp yet, a line behind its clamp,
+ * a guess of the wrong CPU, a withdrawn record, a new second. Each case is
+ * set up after a fast answer, so each refusal is the case's own. */
+START_TEST(test_clock_fast_gives_up)
+{
+	uint32_t mode = clock_test_modes[_i];
+	struct calib_line line =
+	    clock_test_line_at(CLOCK_TEST_CRAWL_MULT, clock_test_tsc(), 400 * NS_PER_SEC + 5);
+	struct clock_thread_state good;
+	struct timespec ts;
+	uint64_t ns;
+
+	ck_assert_msg(clock_test_pinned, "cannot pin the test thread to its CPU");
+	clock_test_publish_all(line);
+	/* No clamp yet: the careful read answers and remembers the CPU. */
+	ck_assert(!clock_fast_monotonic(mode, &ts));
+	ck_assert(clock_careful_monotonic(mode, &ts));
+	ck_assert_uint_eq(clock_thread.last_cpu, (uint32_t)clock_test_cpu);
+	ck_assert(clock_fast_monotonic(mode, &ts));
+	ns = clock_test_ns(&ts);
+	good = clock_thread;
+
+	/* Behind the clamp: refused, and the careful read holds the clamp. */
+	clock_thread.last_mono_ns = ns + 1000000;
+	ck_assert(!clock_fast_monotonic(mode, &ts));
+	ck_assert(clock_careful_monotonic(mode, &ts));
+	ck_assert_uint_eq(clock_test_ns(&ts), ns + 1000000);
+
+	/* The wrong CPU guessed: refused; the careful read corrects the guess. */
+	clock_thread = good;
+	clock_thread.last_cpu = (uint32_t)(clock_test_cpu + 1) % CPU_MAX_CPUS;
+	ck_assert(!clock_fast_monotonic(mode, &ts));
+	ck_assert(clock_careful_monotonic(mode, &ts));
+	ck_assert_uint_eq(clock_thread.last_cpu, (uint32_t)clock_test_cpu);
+	ck_assert(clock_fast_monotonic(mode, &ts));
+
+	/* Another second cached: refused; the careful read divides again. */
+	clock_thread = good;
+	clock_thread.mono_second.sec = 399;
+	ck_assert(!clock_fast_monotonic(mode, &ts));
+	ck_assert(clock_careful_monotonic(mode, &ts));
+	ck_assert_int_eq(clock_thread.mono_second.sec, 400);
+	ck_assert(clock_fast_monotonic(mode, &ts));
+
+	/* This CPU's record withdrawn: neither read answers. */
+	clock_thread = good;
+	table_withdraw((uint32_t)clock_test_cpu);
+	ck_assert(!clock_fast_monotonic(mode, &ts));
+	ck_assert(!clock_careful_monotonic(mode, &ts));
+	ck_assert_uint_eq(clock_thread.last_mono_ns, good.last_mono_ns);
+}
+END_TEST
+
+/* A record published with no slope is stored as (0, 0), whatever its
+ * offset: that is what lets the fast read skip a test of its own. */
+START_TEST(test_clock_no_slope_stored_empty)
+{
+	struct calib_line line = { .mult = 0, .offset = 12345 };
+
+	table_publish(3, line);
+	ck_assert_uint_eq(table_records[3].mult, 0);
+	ck_assert_uint_eq(table_records[3].offset, 0);
+}
+END_TEST
+
 Suite *suite_clock(void)
 {
 	Suite *suite = suite_create("clock");
@@ -436,6 +502,8 @@ Suite *suite_clock(void)
 	tcase_add_loop_test(tc, test_clock_clamp, 0, modes);
 	tcase_add_loop_test(tc, test_clock_stale, 0, modes);
 	tcase_add_loop_test(tc, test_clock_no_line, 0, modes);
+	tcase_add_loop_test(tc, test_clock_fast_gives_up, 0, modes);
+	tcase_add_test(tc, test_clock_no_slope_stored_empty);
 	suite_add_tcase(suite, tc);
 	return suite;
 }
