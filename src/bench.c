@@ -46,7 +46,7 @@ struct bench_options bench_options = { .seconds = 3.0, .threads = 1 };
 static void bench_usage(FILE *out)
 {
 	fprintf(out, "Usage: fasttime-bench [--seconds S] [--threads T] [--symbols] [--csv]\n"
-		     "                      [--trace FILE]\n"
+		     "                      [--trace FILE] [--after-fork S]\n"
 		     "       fasttime --debug fasttime-bench --startup [--csv]\n"
 		     "       fasttime fasttime-bench --idle S [--csv]\n"
 		     "Measures clock_gettime, gettimeofday, time and timespec_get from libc and\n"
@@ -57,6 +57,8 @@ static void bench_usage(FILE *out)
 		     "  --symbols    measure this process's own functions (run it under fasttime)\n"
 		     "               against libc's, instead of the engine's modes; adds\n"
 		     "               clock_gettime(BOOTTIME), which the library passes through\n"
+		     "  --after-fork S  with --symbols: fork once the library runs, and measure\n"
+		     "               in the child, S seconds after the fork\n"
 		     "  --csv        one figure per line: source,api,metric,value\n"
 		     "  --trace FILE write the error of MONOTONIC against libc over the run to\n"
 		     "               FILE: per round and source, seconds since the start, the\n"
@@ -84,6 +86,7 @@ static bool bench_parse(int argc, char **argv)
 		{ "trace", required_argument, NULL, 'r' },
 		{ "startup", no_argument, NULL, 'u' },
 		{ "idle", required_argument, NULL, 'i' },
+		{ "after-fork", required_argument, NULL, 'f' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -127,6 +130,18 @@ static bool bench_parse(int argc, char **argv)
 				return false;
 			}
 			break;
+		case 'f':
+			errno = 0;
+			bench_options.after_fork = strtod(optarg, &end);
+			if (errno || *end || bench_options.after_fork <= 0 ||
+			    bench_options.after_fork > 3600) {
+				fprintf(stderr,
+					"fasttime-bench: --after-fork wants a number of seconds "
+					"above 0 and up to 3600, not '%s'\n",
+					optarg);
+				return false;
+			}
+			break;
 		case 'u': bench_options.startup = true; break;
 		case 'y': bench_options.symbols = true; break;
 		case 'c': bench_options.csv = true; break;
@@ -142,6 +157,10 @@ static bool bench_parse(int argc, char **argv)
 	if ((bench_options.startup || bench_options.idle > 0) &&
 	    (bench_options.symbols || bench_options.trace != NULL || bench_options.threads != 1)) {
 		fprintf(stderr, "fasttime-bench: --startup and --idle take only --csv\n");
+		return false;
+	}
+	if (bench_options.after_fork > 0 && !bench_options.symbols) {
+		fprintf(stderr, "fasttime-bench: --after-fork needs --symbols\n");
 		return false;
 	}
 	if (bench_options.startup && bench_options.idle > 0) {
@@ -188,6 +207,11 @@ int main(int argc, char **argv)
 		bench_library_find(&library);
 		if (library.preloaded)
 			bench_library_wait(&library);
+		if (bench_options.after_fork > 0) {
+			int child_status = bench_library_fork(&library, bench_options.after_fork);
+			if (child_status >= 0)
+				return child_status;
+		}
 	} else if (!bench_measure_start_engine(&facts)) {
 		return 77;
 	}

@@ -14,6 +14,7 @@ struct bench_options {
 	const char *trace; /* file for the error over time, or NULL */
 	bool startup;	   /* time the preloaded library's start */
 	double idle;	   /* seconds to sleep with the clock called once, or 0 */
+	double after_fork; /* --symbols: measure in a child this long after fork */
 };
 
 /* Filled by the option parsing in bench.c before anything is measured. */

@@ -6,9 +6,13 @@
 
 #include <dirent.h>
 #include <dlfcn.h>
+#include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "bench.h"
 #include "bench_libc.h"
@@ -121,6 +125,42 @@ void bench_library_wait(struct bench_library *library)
 		nanosleep(&poll, NULL);
 	}
 	library->waited_ms = (double)waited / 1e6;
+}
+
+/* Sleeps whole seconds and the rest, through interruptions. */
+static void bench_library_sleep(double seconds)
+{
+	struct timespec left = { (time_t)seconds,
+				 (long)((seconds - (double)(time_t)seconds) * 1e9) };
+
+	while (nanosleep(&left, &left) != 0 && errno == EINTR)
+		continue;
+}
+
+int bench_library_fork(struct bench_library *library, double seconds)
+{
+	pid_t child;
+	int status;
+
+	fflush(stdout);
+	child = fork();
+	if (child < 0) {
+		fprintf(stderr, "fasttime-bench: cannot fork: %s\n", strerror(errno));
+		return 1;
+	}
+	if (child == 0) {
+		/* A child that reads the clock, as a forked server would, and
+		 * then lives on for several refresh intervals. */
+		bench_library_first_call();
+		bench_library_sleep(seconds);
+		if (library->preloaded)
+			bench_library_wait(library);
+		return -1;
+	}
+	while (waitpid(child, &status, 0) < 0)
+		if (errno != EINTR)
+			return 1;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
 }
 
 /* getenv, as settings_load wants a lookup function. */

@@ -24,6 +24,13 @@ void bench_library_find(struct bench_library *library);
  * fills state and waited_ms. */
 void bench_library_wait(struct bench_library *library);
 
+/* Forks. The parent waits for the child and returns its exit status (1
+ * when it cannot fork or wait); the child returns -1 after reading the
+ * clock once, sleeping seconds and waiting for its own copy of the
+ * library to be ready again (library's state and waited_ms are the
+ * child's). */
+int bench_library_fork(struct bench_library *library, double seconds);
+
 /* Calls the process's clock_gettime once, the call that starts the
  * library's thread; returns libc's MONOTONIC ns from just before it. */
 uint64_t bench_library_first_call(void);

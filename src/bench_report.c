@@ -124,6 +124,8 @@ void bench_report_csv(const struct bench_result *merged, const struct bench_resu
 		       library->preloaded ? bench_report_library_state_names[library->state]
 					  : "none");
 		printf("bench,-,warmup_ms,%.1f\n", library->waited_ms);
+		if (bench_options.after_fork > 0)
+			printf("bench,-,after_fork_s,%.1f\n", bench_options.after_fork);
 	}
 }
 
@@ -220,6 +222,11 @@ void bench_report_table(const struct cpu_facts *facts, const struct bench_result
 		printf("measuring this process's symbols: preloaded, but the library's "
 		       "thread was not seen at rest after %.0f ms\n",
 		       library->waited_ms);
+	if (bench_options.after_fork > 0)
+		printf("measured in a child process, %.1f s after fork() (its library "
+		       "restarted its own thread: %s)\n",
+		       bench_options.after_fork,
+		       library->state == BENCH_LIBRARY_READY ? "yes" : "no");
 	for (unsigned t = 0; t < n; t++) {
 		if (n > 1)
 			printf("\n== thread %u\n", t + 1);
