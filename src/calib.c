@@ -180,3 +180,22 @@ bool calib_realtime_offset(const struct calib_offset_sample *samples, unsigned n
 		*width_ns = best_width;
 	return found;
 }
+
+/* A sandwich wider than the threshold cannot tell a step of the threshold
+ * from its own width: it judges nothing. */
+enum calib_clock_set calib_realtime_check(const struct calib_offset_sample *samples, unsigned n,
+					  uint64_t published_ns, uint64_t threshold_ns,
+					  uint64_t *offset_ns, int64_t *moved_ns)
+{
+	uint64_t offset = 0, width = 0;
+	int64_t moved;
+
+	if (!calib_realtime_offset(samples, n, &offset, &width) || width > threshold_ns)
+		return CALIB_CLOCK_UNMEASURED;
+	moved = (int64_t)(offset - published_ns);
+	*offset_ns = offset;
+	*moved_ns = moved;
+	if (moved > (int64_t)threshold_ns || moved < -(int64_t)threshold_ns)
+		return CALIB_CLOCK_SET;
+	return CALIB_CLOCK_UNCHANGED;
+}

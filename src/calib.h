@@ -88,4 +88,19 @@ struct calib_offset_sample {
 bool calib_realtime_offset(const struct calib_offset_sample *samples, unsigned n,
 			   uint64_t *offset_ns, uint64_t *width_ns);
 
+/* What a new measurement of the offset says about the published one. */
+enum calib_clock_set {
+	CALIB_CLOCK_UNMEASURED, /* no valid sandwich, or none narrow enough to judge */
+	CALIB_CLOCK_UNCHANGED,	/* within threshold_ns of the published offset */
+	CALIB_CLOCK_SET,	/* moved further: the clock was set, or the machine
+				 * resumed (CLOCK_MONOTONIC stops in suspend) */
+};
+
+/* Measures the offset from samples and compares it with published_ns,
+ * modulo 2^64; fills *offset_ns and *moved_ns (new minus published) unless
+ * the answer is CALIB_CLOCK_UNMEASURED. */
+enum calib_clock_set calib_realtime_check(const struct calib_offset_sample *samples, unsigned n,
+					  uint64_t published_ns, uint64_t threshold_ns,
+					  uint64_t *offset_ns, int64_t *moved_ns);
+
 #endif

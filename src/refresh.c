@@ -172,29 +172,36 @@ static void refresh_one_cpu(uint32_t cpu, uint64_t next_interval_ns)
 			  (unsigned long long)sample.width_ns);
 }
 
+/* Fills samples with monotonic / realtime / monotonic sandwiches. */
+static void refresh_offset_samples(struct calib_offset_sample *samples, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++) {
+		samples[i].mono_before = refresh_mono_ns();
+		samples[i].real = refresh_real_ns();
+		samples[i].mono_after = refresh_mono_ns();
+	}
+}
+
 /* CLOCK_REALTIME minus CLOCK_MONOTONIC changes only when the clock is set:
  * publish it the first time and whenever it moves by more than the noise. */
 static void refresh_realtime_offset(void)
 {
 	struct calib_offset_sample samples[REFRESH_SANDWICHES];
-	uint64_t offset, width, current;
+	uint64_t offset, width;
 	int64_t moved;
 
-	for (unsigned i = 0; i < REFRESH_SANDWICHES; i++) {
-		samples[i].mono_before = refresh_mono_ns();
-		samples[i].real = refresh_real_ns();
-		samples[i].mono_after = refresh_mono_ns();
-	}
-	if (!calib_realtime_offset(samples, REFRESH_SANDWICHES, &offset, &width))
-		return;
-	current = clock_realtime_offset();
-	moved = (int64_t)(offset - current);
-	if (!refresh_realtime_known || moved > REFRESH_STEP_THRESHOLD_NS ||
-	    moved < -REFRESH_STEP_THRESHOLD_NS) {
+	refresh_offset_samples(samples, REFRESH_SANDWICHES);
+	if (!refresh_realtime_known) {
+		if (!calib_realtime_offset(samples, REFRESH_SANDWICHES, &offset, &width))
+			return;
 		__atomic_store_n(&table_shared.realtime_offset_ns, offset, __ATOMIC_RELEASE);
-		if (refresh_realtime_known)
-			debug_log("realtime clock was set: moved %+lld ns", (long long)moved);
 		refresh_realtime_known = true;
+		return;
+	}
+	if (calib_realtime_check(samples, REFRESH_SANDWICHES, clock_realtime_offset(),
+				 REFRESH_STEP_THRESHOLD_NS, &offset, &moved) == CALIB_CLOCK_SET) {
+		__atomic_store_n(&table_shared.realtime_offset_ns, offset, __ATOMIC_RELEASE);
+		debug_log("realtime clock was set: moved %+lld ns", (long long)moved);
 	}
 }
 
@@ -288,17 +295,14 @@ static void refresh_sleep_until(uint64_t deadline_ns)
 static bool refresh_realtime_was_set(void)
 {
 	struct calib_offset_sample sample;
-	uint64_t offset, width;
+	uint64_t offset;
 	int64_t moved;
 
-	sample.mono_before = refresh_mono_ns();
-	sample.real = refresh_real_ns();
-	sample.mono_after = refresh_mono_ns();
-	if (!refresh_realtime_known || !calib_realtime_offset(&sample, 1, &offset, &width) ||
-	    width > REFRESH_STEP_THRESHOLD_NS)
+	if (!refresh_realtime_known)
 		return false;
-	moved = (int64_t)(offset - clock_realtime_offset());
-	return moved > REFRESH_STEP_THRESHOLD_NS || moved < -REFRESH_STEP_THRESHOLD_NS;
+	refresh_offset_samples(&sample, 1);
+	return calib_realtime_check(&sample, 1, clock_realtime_offset(), REFRESH_STEP_THRESHOLD_NS,
+				    &offset, &moved) == CALIB_CLOCK_SET;
 }
 
 /* Sleeps until the monotonic deadline, or until the realtime clock is set. */

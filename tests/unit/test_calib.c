@@ -709,6 +709,90 @@ START_TEST(test_calib_realtime_offset)
 }
 END_TEST
 
+/* A fake machine for the clock-set check: monotonic time mono, and
+ * realtime that is mono + offset; one sandwich of the given width. */
+static struct calib_offset_sample calib_test_sandwich(uint64_t mono, uint64_t offset,
+						      uint64_t width)
+{
+	struct calib_offset_sample s = { mono, mono + width / 2 + offset, mono + width };
+
+	return s;
+}
+
+/* The watch's decision, with fake clocks: noise within the threshold is no
+ * step; a set forward or back, a resume from suspend, an offset across
+ * zero are; a sandwich too wide to judge judges nothing. */
+START_TEST(test_calib_realtime_check)
+{
+	const uint64_t published = 1700000000ull * NS_PER_SEC + 123456789;
+	const uint64_t mono = 3600 * NS_PER_SEC, threshold = 1000;
+	struct calib_offset_sample s;
+	uint64_t offset = 0;
+	int64_t moved = 0;
+
+	s = calib_test_sandwich(mono, published + 400, 200);
+	ck_assert_int_eq(calib_realtime_check(&s, 1, published, threshold, &offset, &moved),
+			 CALIB_CLOCK_UNCHANGED);
+	ck_assert_int_eq(moved, 400);
+
+	/* Exactly at the threshold is noise; one more nanosecond is a step,
+	 * in either direction. */
+	s = calib_test_sandwich(mono, published + threshold, 0);
+	ck_assert_int_eq(calib_realtime_check(&s, 1, published, threshold, &offset, &moved),
+			 CALIB_CLOCK_UNCHANGED);
+	s = calib_test_sandwich(mono, published + threshold + 1, 0);
+	ck_assert_int_eq(calib_realtime_check(&s, 1, published, threshold, &offset, &moved),
+			 CALIB_CLOCK_SET);
+	s = calib_test_sandwich(mono, published - threshold - 1, 0);
+	ck_assert_int_eq(calib_realtime_check(&s, 1, published, threshold, &offset, &moved),
+			 CALIB_CLOCK_SET);
+	ck_assert_int_eq(moved, -(int64_t)threshold - 1);
+
+	/* Set back three hours: the new offset, and how far it moved. */
+	s = calib_test_sandwich(mono, published - 3 * 3600 * NS_PER_SEC, 100);
+	ck_assert_int_eq(calib_realtime_check(&s, 1, published, threshold, &offset, &moved),
+			 CALIB_CLOCK_SET);
+	ck_assert_uint_eq(offset, published - 3 * 3600 * NS_PER_SEC);
+	ck_assert_int_eq(moved, -3 * 3600 * (int64_t)NS_PER_SEC);
+
+	/* A resume after 40 s of suspend: realtime ran on, monotonic did not. */
+	s = calib_test_sandwich(mono + 5, published + 40 * NS_PER_SEC, 10);
+	ck_assert_int_eq(calib_realtime_check(&s, 1, published, threshold, &offset, &moved),
+			 CALIB_CLOCK_SET);
+	ck_assert_int_eq(moved, 40 * (int64_t)NS_PER_SEC);
+
+	/* A clock set to before the boot: the offset crosses zero, and the
+	 * move is still measured as the small difference it is. */
+	s = calib_test_sandwich(mono, (uint64_t)-300, 0);
+	ck_assert_int_eq(calib_realtime_check(&s, 1, 200, threshold, &offset, &moved),
+			 CALIB_CLOCK_UNCHANGED);
+	ck_assert_int_eq(moved, -500);
+	ck_assert_uint_eq(offset, (uint64_t)-300);
+
+	/* Too wide to judge: a step as large as the width is not reported,
+	 * and nothing is filled in. */
+	offset = 7;
+	moved = 8;
+	s = calib_test_sandwich(mono, published + 5 * NS_PER_SEC, threshold + 2);
+	ck_assert_int_eq(calib_realtime_check(&s, 1, published, threshold, &offset, &moved),
+			 CALIB_CLOCK_UNMEASURED);
+	ck_assert_uint_eq(offset, 7);
+	ck_assert_int_eq(moved, 8);
+	/* ... but one narrow sandwich among wide ones is enough. */
+	{
+		struct calib_offset_sample several[3] = {
+			calib_test_sandwich(mono, published + 5 * NS_PER_SEC, 50000),
+			calib_test_sandwich(mono + 100, published + 5 * NS_PER_SEC, 300),
+			calib_test_sandwich(mono + 900, published + 5 * NS_PER_SEC, 9000),
+		};
+		ck_assert_int_eq(
+		    calib_realtime_check(several, 3, published, threshold, &offset, &moved),
+		    CALIB_CLOCK_SET);
+		ck_assert_int_eq(moved, 5 * (int64_t)NS_PER_SEC);
+	}
+}
+END_TEST
+
 /* A first line waits until the sandwiches' widths leave at most 4 ppm of
  * slope error: wide sandwiches 10 ms apart keep the first anchor and publish
  * nothing; 200 ms apart they make the line. */
@@ -743,6 +827,7 @@ Suite *suite_calib(void)
 	tcase_add_test(tc, test_calib_mult_from);
 	tcase_add_test(tc, test_calib_ticks_for_ns);
 	tcase_add_test(tc, test_calib_realtime_offset);
+	tcase_add_test(tc, test_calib_realtime_check);
 	suite_add_tcase(suite, tc);
 
 	tc = tcase_create("lines");

@@ -217,6 +217,50 @@ START_TEST(test_clock_realtime)
 }
 END_TEST
 
+/* When the refresh thread publishes a new offset (the clock was set, or the
+ * machine resumed), the next realtime answer is re-anchored on it at once,
+ * back or forward, in every form; monotonic answers do not move. */
+START_TEST(test_clock_realtime_reanchored)
+{
+	uint32_t mode = clock_test_modes[_i];
+	const uint64_t offsets[] = {
+		CLOCK_TEST_REALTIME_OFFSET,
+		CLOCK_TEST_REALTIME_OFFSET - 3 * 3600 * NS_PER_SEC,	     /* set back 3 h */
+		CLOCK_TEST_REALTIME_OFFSET - 3 * 3600 * NS_PER_SEC + 250000, /* 250 us on */
+		CLOCK_TEST_REALTIME_OFFSET + 40 * NS_PER_SEC,		     /* resumed */
+	};
+	struct calib_line line =
+	    clock_test_line_at(CLOCK_TEST_MULT, clock_test_tsc(), 7000 * NS_PER_SEC + 1);
+	uint64_t last_mono = 0;
+
+	clock_test_publish_all(line);
+	for (unsigned i = 0; i < sizeof offsets / sizeof offsets[0]; i++) {
+		struct timespec ts, mono;
+		struct timeval tv;
+		time_t sec;
+		uint64_t before, after, us;
+
+		__atomic_store_n(&table_shared.realtime_offset_ns, offsets[i], __ATOMIC_RELEASE);
+		before = clock_test_tsc();
+		ck_assert(clock_answer_realtime(mode, &ts));
+		ck_assert(clock_answer_timeval(mode, &tv));
+		ck_assert(clock_answer_seconds(mode, &sec));
+		ck_assert(clock_answer_monotonic(mode, &mono));
+		after = clock_test_tsc();
+		clock_test_between(clock_test_ns(&ts), calib_line_eval(line, before) + offsets[i],
+				   calib_line_eval(line, after) + offsets[i]);
+		us = (uint64_t)tv.tv_sec * 1000000u + (uint64_t)tv.tv_usec;
+		clock_test_between(us, (calib_line_eval(line, before) + offsets[i]) / 1000,
+				   (calib_line_eval(line, after) + offsets[i]) / 1000);
+		clock_test_between((uint64_t)sec,
+				   (calib_line_eval(line, before) + offsets[i]) / NS_PER_SEC,
+				   (calib_line_eval(line, after) + offsets[i]) / NS_PER_SEC);
+		ck_assert_uint_ge(clock_test_ns(&mono), last_mono);
+		last_mono = clock_test_ns(&mono);
+	}
+}
+END_TEST
+
 /* The seconds split, cached per thread, is right for any sequence of
  * values: forwards, backwards across a second, and at the ends of the range. */
 START_TEST(test_clock_split)
@@ -502,6 +546,7 @@ Suite *suite_clock(void)
 	tcase_add_loop_test(tc, test_clock_clamp, 0, modes);
 	tcase_add_loop_test(tc, test_clock_stale, 0, modes);
 	tcase_add_loop_test(tc, test_clock_no_line, 0, modes);
+	tcase_add_loop_test(tc, test_clock_realtime_reanchored, 0, modes);
 	tcase_add_loop_test(tc, test_clock_fast_gives_up, 0, modes);
 	tcase_add_test(tc, test_clock_no_slope_stored_empty);
 	suite_add_tcase(suite, tc);
