@@ -83,9 +83,6 @@ static __attribute__((noinline)) int preload_libc_monotonic_clamped(struct times
 	return rc;
 }
 
-/* Everything the TSC does not answer: libc's own function, after making sure
- * the refresh thread runs if this clock is one it could answer. Kept apart so that the pass-through
- * path is a few instructions and a tail jump. */
 /* The same for CLOCK_REALTIME: libc's answer, never earlier than what the
  * TSC gave this thread last (its clamped monotonic reading plus the current
  * offset), unless it is earlier by more than a millisecond: then the clock
@@ -104,6 +101,9 @@ static void preload_clamp_realtime(struct timespec *ts)
 	}
 }
 
+/* Everything the TSC does not answer: libc's own function, after making sure
+ * the refresh thread runs if this clock is one it could answer, clamped
+ * for the two clocks the TSC answers. */
 static __attribute__((noinline)) int preload_fallback_clock_gettime(clockid_t id,
 								    struct timespec *ts)
 {
@@ -137,8 +137,9 @@ static void preload_seed_clamp(void)
 
 /* Each entry point tries the fast read inline (clock.h) and, when it gives
  * up, tail-calls its slow path below: the careful read, and libc when that
- * cannot answer either. The entry points themselves call nothing on the
- * fast path, so they save no register. */
+ * cannot answer either. The entry points call nothing on the fast path, so
+ * they save only the registers the read itself needs; a pass-through is a
+ * test and a tail jump to libc's function. */
 
 /* The slow paths load the flags again rather than take them: one argument
  * fewer kept alive across the fast read, which then fits in the registers
