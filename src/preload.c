@@ -175,8 +175,14 @@ PRELOAD_EXPORT int clock_gettime(clockid_t id, struct timespec *ts)
 	if ((unsigned)id > CLOCK_MONOTONIC)
 		return libc_clock_gettime(id, ts);
 	/* Left to libc (by choice, or not calibrated yet): libc's own
-	 * answers need no clamp, so nothing but the start check. */
-	if (!((flags >> id) & 1) || preload_is_null(ts))
+	 * answers need no clamp, so nothing but the start check, and that
+	 * only while a start is due. */
+	if (!((flags >> id) & 1)) {
+		if (__builtin_expect(!(flags & CLOCK_START_PENDING), 1))
+			return libc_clock_gettime(id, ts);
+		return preload_libc_clock_gettime(id, ts);
+	}
+	if (preload_is_null(ts))
 		return preload_libc_clock_gettime(id, ts);
 	/* Each branch passes its clock id as a constant, so that the id need
 	 * not stay in a register across the counter read. */
@@ -211,6 +217,8 @@ PRELOAD_EXPORT int gettimeofday(struct timeval *tv, void *tz)
 {
 	uint32_t flags = preload_api_flags();
 
+	if (__builtin_expect(!(flags & (CLOCK_API_GETTIMEOFDAY | CLOCK_START_PENDING)), 0))
+		return libc_gettimeofday(tv, tz);
 	/* A timezone request is libc's business: answer it exactly. */
 	if (!(flags & CLOCK_API_GETTIMEOFDAY) || tz != NULL || preload_is_null(tv))
 		return preload_libc_gettimeofday(tv, tz);
@@ -276,6 +284,8 @@ PRELOAD_EXPORT int timespec_get(struct timespec *ts, int base)
 {
 	uint32_t flags = preload_api_flags();
 
+	if (__builtin_expect(!(flags & (CLOCK_API_TIMESPEC_GET | CLOCK_START_PENDING)), 0))
+		return libc_timespec_get(ts, base);
 	if (base != TIME_UTC || !(flags & CLOCK_API_TIMESPEC_GET) || preload_is_null(ts))
 		return preload_libc_timespec_get(ts, base);
 	if (clock_fast_realtime(flags, ts))

@@ -52,16 +52,24 @@ static uint64_t refresh_real_ns(void)
 	return (uint64_t)ts.tv_sec * CLOCK_NS_PER_SEC + (uint64_t)ts.tv_nsec;
 }
 
+/* Sets the state, and CLOCK_START_PENDING in api_flags while it is IDLE. */
+static void refresh_set_state(int state)
+{
+	__atomic_store_n(&refresh_state, state, __ATOMIC_RELEASE);
+	if (state == REFRESH_IDLE)
+		__atomic_fetch_or(&table_shared.api_flags, CLOCK_START_PENDING, __ATOMIC_RELEASE);
+	else
+		__atomic_fetch_and(&table_shared.api_flags, ~(uint32_t)CLOCK_START_PENDING,
+				   __ATOMIC_RELEASE);
+}
+
 void refresh_configure(const struct settings *settings, const struct cpu_facts *facts)
 {
 	refresh_configured_interval_ns = (uint64_t)settings->interval_ms * 1000000ull;
 	refresh_mode_flags = settings->relaxed && facts->rseq_registered ? CLOCK_MODE_RELAXED : 0;
 	refresh_force_fast = settings->force;
 	/* The processor and the kernel are judged by the thread when it starts. */
-	if (settings->disabled)
-		__atomic_store_n(&refresh_state, REFRESH_OFF, __ATOMIC_RELEASE);
-	else
-		__atomic_store_n(&refresh_state, REFRESH_IDLE, __ATOMIC_RELEASE);
+	refresh_set_state(settings->disabled ? REFRESH_OFF : REFRESH_IDLE);
 }
 
 uint64_t refresh_interval_after(unsigned round, uint64_t configured_ns)
@@ -343,7 +351,7 @@ static void *refresh_main(void *unused)
 
 	if (reason != NULL || !refresh_read_affinity()) {
 		debug_log("not starting: %s", reason != NULL ? reason : "no CPU affinity");
-		__atomic_store_n(&refresh_state, REFRESH_OFF, __ATOMIC_RELEASE);
+		refresh_set_state(REFRESH_OFF);
 		return NULL;
 	}
 	debug_log("refresh thread started, interval %llu ms",
@@ -359,7 +367,7 @@ static void *refresh_main(void *unused)
 			__atomic_store_n(&table_shared.api_flags, 0, __ATOMIC_RELEASE);
 			table_set_validity(0, 0);
 			debug_log("answering with libc from now on: %s", reason);
-			__atomic_store_n(&refresh_state, REFRESH_OFF, __ATOMIC_RELEASE);
+			refresh_set_state(REFRESH_OFF);
 			return NULL;
 		}
 		if (refresh_round(next) > 0 && !refresh_apis_chosen)
@@ -419,6 +427,8 @@ void refresh_start(void)
 	if (!__atomic_compare_exchange_n(&refresh_state, &expected, REFRESH_STARTING, false,
 					 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
 		return;
+	__atomic_fetch_and(&table_shared.api_flags, ~(uint32_t)CLOCK_START_PENDING,
+			   __ATOMIC_RELEASE);
 	/* The host's signals must never land on our thread: it starts with all
 	 * of them blocked. */
 	sigfillset(&all);
@@ -432,9 +442,9 @@ void refresh_start(void)
 	if (created != 0) {
 		debug_log("cannot start the refresh thread (%s); answering with libc",
 			  strerror(created));
-		__atomic_store_n(&refresh_state, REFRESH_OFF, __ATOMIC_RELEASE);
+		refresh_set_state(REFRESH_OFF);
 	} else {
-		__atomic_store_n(&refresh_state, REFRESH_RUNNING, __ATOMIC_RELEASE);
+		refresh_set_state(REFRESH_RUNNING);
 	}
 	/* The caller asked for the time, not for our bookkeeping. */
 	errno = saved_errno;
@@ -453,7 +463,7 @@ void refresh_after_fork_in_child(void)
 		refresh_in_round = false;
 	}
 	if (state == REFRESH_RUNNING || state == REFRESH_STARTING)
-		__atomic_store_n(&refresh_state, REFRESH_IDLE, __ATOMIC_RELAXED);
+		refresh_set_state(REFRESH_IDLE);
 }
 
 bool refresh_calibrate_now(void)

@@ -21,6 +21,7 @@ int main(void)
 	runner = srunner_create(suite_calib());
 	srunner_add_suite(runner, suite_histogram());
 	srunner_add_suite(runner, suite_settings());
+	srunner_add_suite(runner, suite_refresh());
 	if (reason == NULL) {
 		srunner_add_suite(runner, suite_table());
 		srunner_add_suite(runner, suite_clock());

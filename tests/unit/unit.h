@@ -9,5 +9,6 @@ Suite *suite_histogram(void);
 Suite *suite_settings(void);
 Suite *suite_table(void);
 Suite *suite_clock(void);
+Suite *suite_refresh(void);
 
 #endif

@@ -1,0 +1,95 @@
+/* The refresh thread's state as the entry points see it: while a start is
+ * due, and only then, api_flags carries CLOCK_START_PENDING, so that calls
+ * passing through to libc make the start check without a second load. No
+ * thread is started here. */
+#include "config.h"
+
+#include <string.h>
+
+#include "clock.h"
+#include "refresh.h"
+#include "table.h"
+#include "unit.h"
+
+static struct settings refresh_test_settings(bool disabled)
+{
+	struct settings settings = {
+		.disabled = disabled,
+		.relaxed = false,
+		.debug = false,
+		.force = false,
+		.interval_ms = 5000,
+	};
+
+	return settings;
+}
+
+static void refresh_test_setup(void)
+{
+	memset(&table_shared, 0, sizeof table_shared);
+}
+
+static void refresh_test_teardown(void)
+{
+	struct settings off = refresh_test_settings(true);
+	struct cpu_facts facts = { .rseq_registered = false };
+
+	refresh_configure(&off, &facts);
+	memset(&table_shared, 0, sizeof table_shared);
+}
+
+static bool refresh_test_pending(void)
+{
+	return (__atomic_load_n(&table_shared.api_flags, __ATOMIC_ACQUIRE) & CLOCK_START_PENDING) !=
+	       0;
+}
+
+/* Enabled: the first time call is to start the thread. Disabled: never. */
+START_TEST(test_refresh_start_pending_from_settings)
+{
+	struct cpu_facts facts = { .rseq_registered = false };
+	struct settings on = refresh_test_settings(false), off = refresh_test_settings(true);
+
+	refresh_configure(&on, &facts);
+	ck_assert_int_eq(refresh_state, REFRESH_IDLE);
+	ck_assert(refresh_test_pending());
+	refresh_configure(&off, &facts);
+	ck_assert_int_eq(refresh_state, REFRESH_OFF);
+	ck_assert(!refresh_test_pending());
+}
+END_TEST
+
+/* A fork child has no thread: a start is due again, and the flags the
+ * parent chose are kept beside the bit. A child of a process whose library
+ * is off stays off. */
+START_TEST(test_refresh_start_pending_after_fork)
+{
+	const uint32_t chosen = CLOCK_API_MONOTONIC | CLOCK_API_GETTIMEOFDAY;
+	struct cpu_facts facts = { .rseq_registered = false };
+	struct settings off = refresh_test_settings(true);
+
+	__atomic_store_n(&refresh_state, REFRESH_RUNNING, __ATOMIC_RELEASE);
+	__atomic_store_n(&table_shared.api_flags, chosen, __ATOMIC_RELEASE);
+	refresh_after_fork_in_child();
+	ck_assert_int_eq(refresh_state, REFRESH_IDLE);
+	ck_assert_uint_eq(table_shared.api_flags, chosen | CLOCK_START_PENDING);
+
+	refresh_configure(&off, &facts);
+	__atomic_store_n(&table_shared.api_flags, 0, __ATOMIC_RELEASE);
+	refresh_after_fork_in_child();
+	ck_assert_int_eq(refresh_state, REFRESH_OFF);
+	ck_assert(!refresh_test_pending());
+}
+END_TEST
+
+Suite *suite_refresh(void)
+{
+	Suite *s = suite_create("refresh");
+	TCase *tc = tcase_create("state");
+
+	tcase_add_checked_fixture(tc, refresh_test_setup, refresh_test_teardown);
+	tcase_add_test(tc, test_refresh_start_pending_from_settings);
+	tcase_add_test(tc, test_refresh_start_pending_after_fork);
+	suite_add_tcase(s, tc);
+	return s;
+}
