@@ -1,11 +1,12 @@
 /* Nothing before the first time call: at main() the library's constructor
  * has run, yet the process still has one thread and no descriptor of the
- * library's. The first call starts exactly one thread named "fasttime"
- * (never under FASTTIME_DISABLE=1), and the library holds no descriptor
+ * library's, and can enter a user namespace as a sandbox would. The first call starts exactly one
+ * thread named "fasttime" (never under FASTTIME_DISABLE=1), and the library holds no descriptor
  * then or later. */
 #include "config.h"
 
 #include <dirent.h>
+#include <sched.h>
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
@@ -189,6 +190,25 @@ static void startup_first_call(const struct startup_fds *at_entry, bool no_fd)
 			   no_fd ? " with no descriptor to spare" : "");
 }
 
+/* What a sandbox does before it reads the clock: unshare(CLONE_NEWUSER),
+ * which the kernel refuses with EINVAL in a process with more than one
+ * thread. Where user namespaces are not allowed at all (EPERM, ENOSPC), the
+ * case is reported and not judged. */
+static void startup_unshare_user(void)
+{
+	if (unshare(CLONE_NEWUSER) == 0) {
+		printf("unshare(CLONE_NEWUSER) before the first time call: done, the "
+		       "process was single-threaded\n");
+		return;
+	}
+	if (errno == EINVAL)
+		integ_fail("unshare(CLONE_NEWUSER) before the first time call: EINVAL, the "
+			   "process is not single-threaded");
+	else
+		printf("unshare(CLONE_NEWUSER) not allowed here (%s): not judged\n",
+		       strerror(errno));
+}
+
 /* Looks at threads and descriptors at main(), then after the first calls;
  * "startup no-fd" makes the first call with no descriptor to spare. */
 int main(int argc, char **argv)
@@ -229,6 +249,8 @@ int main(int argc, char **argv)
 	if (threads_at_entry != 1)
 		integ_fail("at main(): %u threads, expected 1", threads_at_entry);
 	startup_no_library_fds("at main()", &at_entry);
+	if (!no_fd)
+		startup_unshare_user();
 
 	/* The first time call of the process. */
 	called = integ_libc_mono_ns();
