@@ -105,26 +105,37 @@ bool clock_careful_monotonic(uint32_t flags, struct timespec *ts)
 	return true;
 }
 
-bool clock_careful_realtime(uint32_t flags, struct timespec *ts)
+/* CLOCK_REALTIME now, in seconds and the rest. */
+static bool clock_careful_real_split(uint32_t flags, int64_t *sec, uint64_t *rest_ns)
 {
 	uint64_t offset = clock_realtime_offset();
 	uint64_t ns;
 
 	if (!clock_careful_mono_ns(flags, &ns))
 		return false;
-	clock_to_timespec(&clock_thread.real_second, ns + offset, ts);
+	clock_split(&clock_thread.real_second, ns + offset, sec, rest_ns);
+	return true;
+}
+
+bool clock_careful_realtime(uint32_t flags, struct timespec *ts)
+{
+	uint64_t rest;
+	int64_t sec;
+
+	if (!clock_careful_real_split(flags, &sec, &rest))
+		return false;
+	ts->tv_sec = (time_t)sec;
+	ts->tv_nsec = (long)rest;
 	return true;
 }
 
 bool clock_careful_timeval(uint32_t flags, struct timeval *tv)
 {
-	uint64_t offset = clock_realtime_offset();
-	uint64_t ns, rest;
+	uint64_t rest;
 	int64_t sec;
 
-	if (!clock_careful_mono_ns(flags, &ns))
+	if (!clock_careful_real_split(flags, &sec, &rest))
 		return false;
-	clock_split(&clock_thread.real_second, ns + offset, &sec, &rest);
 	tv->tv_sec = (time_t)sec;
 	tv->tv_usec = (suseconds_t)(rest / 1000u);
 	return true;
@@ -132,13 +143,11 @@ bool clock_careful_timeval(uint32_t flags, struct timeval *tv)
 
 bool clock_careful_seconds(uint32_t flags, time_t *sec_out)
 {
-	uint64_t offset = clock_realtime_offset();
-	uint64_t ns, rest;
+	uint64_t rest;
 	int64_t sec;
 
-	if (!clock_careful_mono_ns(flags, &ns))
+	if (!clock_careful_real_split(flags, &sec, &rest))
 		return false;
-	clock_split(&clock_thread.real_second, ns + offset, &sec, &rest);
 	*sec_out = (time_t)sec;
 	return true;
 }
