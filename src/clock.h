@@ -66,8 +66,8 @@ static inline uint64_t clock_mulhi(uint64_t a, uint64_t b)
 /* The fast read gives up, and the careful read (clock.c) answers, whenever
  * anything is unusual: a stale table, a thread that moved to another CPU,
  * a line that would take this thread's time back, a thread with no clamp
- * yet, a new second. So the fast read calls nothing, saves no register and
- * keeps one test per condition on the chain after the counter read. */
+ * yet, a new second. So the fast read calls nothing and keeps one test per
+ * condition after the counter read. */
 
 /* The line at tsc, if the table is fresh and it keeps this thread's time
  * from going back. One comparison covers three cases: last - 1 wraps when
