@@ -120,14 +120,18 @@ static __attribute__((noinline)) int preload_fallback_clock_gettime(clockid_t id
 	return rc;
 }
 
-/* Before a thread's first reading from the TSC: its earlier answers came
- * from libc, which the clamp has not seen. Seeding the clamp with libc's
- * clock now keeps the first TSC reading from falling behind them when the
- * line runs a few nanoseconds behind the kernel. Once per thread. */
-static void preload_seed_clamp(void)
+/* What every slow path does first. It starts the refresh thread if one is
+ * due: in a fork child, whose inherited lines keep the fast read answering,
+ * the careful read's once-a-second visit (a new second) starts the child's
+ * own thread long before those lines go stale, so the child never falls
+ * back to libc. And before a thread's first reading from the TSC it seeds
+ * the clamp: the thread's earlier answers came from libc, which the clamp
+ * has not seen, and the line may run a few nanoseconds behind the kernel. */
+static void preload_slow_path_start(void)
 {
 	struct timespec ts;
 
+	refresh_ensure_started();
 	if (clock_thread.last_mono_ns != 0)
 		return;
 	if (libc_clock_gettime(CLOCK_MONOTONIC, &ts) == 0)
@@ -153,7 +157,7 @@ static __attribute__((noinline)) int preload_slow_clock_gettime(clockid_t id, st
 {
 	uint32_t flags = preload_api_flags();
 
-	preload_seed_clamp();
+	preload_slow_path_start();
 	if (id == CLOCK_MONOTONIC ? clock_careful_monotonic(flags, ts)
 				  : clock_careful_realtime(flags, ts))
 		return 0;
@@ -200,7 +204,7 @@ static __attribute__((noinline)) int preload_slow_gettimeofday(struct timeval *t
 {
 	uint32_t flags = preload_api_flags();
 
-	preload_seed_clamp();
+	preload_slow_path_start();
 	if (clock_careful_timeval(flags, tv))
 		return 0;
 	refresh_ensure_started();
@@ -232,7 +236,7 @@ static __attribute__((noinline)) time_t preload_slow_time(time_t *t)
 	uint32_t flags = preload_api_flags();
 	time_t now;
 
-	preload_seed_clamp();
+	preload_slow_path_start();
 	if (clock_careful_seconds(flags, &now)) {
 		if (t != NULL)
 			*t = now;
@@ -264,7 +268,7 @@ static __attribute__((noinline)) int preload_slow_timespec_get(struct timespec *
 	uint32_t flags = preload_api_flags();
 	int rc;
 
-	preload_seed_clamp();
+	preload_slow_path_start();
 	if (clock_careful_realtime(flags, ts))
 		return TIME_UTC;
 	refresh_ensure_started();
