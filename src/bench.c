@@ -74,6 +74,26 @@ static void bench_usage(FILE *out)
 		     "               them, the process's resident memory and the thread's stack\n");
 }
 
+/* A number of seconds above 0 and up to max into *out; false, with a
+ * message naming the option, when value is not one. */
+static bool bench_parse_seconds(const char *option, const char *value, double max, double *out)
+{
+	char *end;
+	double seconds;
+
+	errno = 0;
+	seconds = strtod(value, &end);
+	if (errno || end == value || *end || !(seconds > 0) || seconds > max) {
+		fprintf(stderr,
+			"fasttime-bench: %s wants a number of seconds above 0 and up to %.0f, "
+			"not '%s'\n",
+			option, max, value);
+		return false;
+	}
+	*out = seconds;
+	return true;
+}
+
 /* Reads the options into bench_options; false, with a message, when they
  * are not usable. */
 static bool bench_parse(int argc, char **argv)
@@ -96,16 +116,8 @@ static bool bench_parse(int argc, char **argv)
 		char *end;
 		switch (opt) {
 		case 's':
-			errno = 0;
-			bench_options.seconds = strtod(optarg, &end);
-			if (errno || *end || bench_options.seconds <= 0 ||
-			    bench_options.seconds > 3600) {
-				fprintf(stderr,
-					"fasttime-bench: --seconds wants a number above 0 "
-					"and up to 3600, not '%s'\n",
-					optarg);
+			if (!bench_parse_seconds("--seconds", optarg, 3600, &bench_options.seconds))
 				return false;
-			}
 			break;
 		case 't': {
 			unsigned long n = strtoul(optarg, &end, 10);
@@ -119,28 +131,13 @@ static bool bench_parse(int argc, char **argv)
 			break;
 		}
 		case 'i':
-			errno = 0;
-			bench_options.idle = strtod(optarg, &end);
-			if (errno || *end || bench_options.idle <= 0 ||
-			    bench_options.idle > 86400) {
-				fprintf(stderr,
-					"fasttime-bench: --idle wants a number of seconds above 0 "
-					"and up to 86400, not '%s'\n",
-					optarg);
+			if (!bench_parse_seconds("--idle", optarg, 86400, &bench_options.idle))
 				return false;
-			}
 			break;
 		case 'f':
-			errno = 0;
-			bench_options.after_fork = strtod(optarg, &end);
-			if (errno || *end || bench_options.after_fork <= 0 ||
-			    bench_options.after_fork > 3600) {
-				fprintf(stderr,
-					"fasttime-bench: --after-fork wants a number of seconds "
-					"above 0 and up to 3600, not '%s'\n",
-					optarg);
+			if (!bench_parse_seconds("--after-fork", optarg, 3600,
+						 &bench_options.after_fork))
 				return false;
-			}
 			break;
 		case 'u': bench_options.startup = true; break;
 		case 'y': bench_options.symbols = true; break;

@@ -95,25 +95,29 @@ void clock_to_timespec(struct clock_second *second, uint64_t ns, struct timespec
 	ts->tv_nsec = (long)rest;
 }
 
-bool clock_careful_monotonic(uint32_t flags, struct timespec *ts)
+/* The reading of the clock that is monotonic plus added_ns, split by the
+ * thread's cached second for that clock, which is refilled when it is not
+ * this reading's. */
+static bool clock_careful_read_split(uint32_t flags, struct clock_second *second, uint64_t added_ns,
+				     int64_t *sec, uint64_t *rest_ns)
 {
 	uint64_t ns;
 
 	if (!clock_careful_mono_ns(flags, &ns))
 		return false;
-	clock_to_timespec(&clock_thread.mono_second, ns, ts);
+	clock_split(second, ns + added_ns, sec, rest_ns);
 	return true;
 }
 
-/* CLOCK_REALTIME now, in seconds and the rest. */
-static bool clock_careful_real_split(uint32_t flags, int64_t *sec, uint64_t *rest_ns)
+bool clock_careful_monotonic(uint32_t flags, struct timespec *ts)
 {
-	uint64_t offset = clock_realtime_offset();
-	uint64_t ns;
+	uint64_t rest;
+	int64_t sec;
 
-	if (!clock_careful_mono_ns(flags, &ns))
+	if (!clock_careful_read_split(flags, &clock_thread.mono_second, 0, &sec, &rest))
 		return false;
-	clock_split(&clock_thread.real_second, ns + offset, sec, rest_ns);
+	ts->tv_sec = (time_t)sec;
+	ts->tv_nsec = (long)rest;
 	return true;
 }
 
@@ -122,7 +126,8 @@ bool clock_careful_realtime(uint32_t flags, struct timespec *ts)
 	uint64_t rest;
 	int64_t sec;
 
-	if (!clock_careful_real_split(flags, &sec, &rest))
+	if (!clock_careful_read_split(flags, &clock_thread.real_second, clock_realtime_offset(),
+				      &sec, &rest))
 		return false;
 	ts->tv_sec = (time_t)sec;
 	ts->tv_nsec = (long)rest;
@@ -134,7 +139,8 @@ bool clock_careful_timeval(uint32_t flags, struct timeval *tv)
 	uint64_t rest;
 	int64_t sec;
 
-	if (!clock_careful_real_split(flags, &sec, &rest))
+	if (!clock_careful_read_split(flags, &clock_thread.real_second, clock_realtime_offset(),
+				      &sec, &rest))
 		return false;
 	tv->tv_sec = (time_t)sec;
 	tv->tv_usec = (suseconds_t)(rest / 1000u);
@@ -146,7 +152,8 @@ bool clock_careful_seconds(uint32_t flags, time_t *sec_out)
 	uint64_t rest;
 	int64_t sec;
 
-	if (!clock_careful_real_split(flags, &sec, &rest))
+	if (!clock_careful_read_split(flags, &clock_thread.real_second, clock_realtime_offset(),
+				      &sec, &rest))
 		return false;
 	*sec_out = (time_t)sec;
 	return true;

@@ -153,14 +153,25 @@ CLOCK_FAST bool clock_fast_split(const struct clock_second *second, uint64_t ns,
 	return true;
 }
 
-/* The fast answers; false means "ask the careful read". */
+/* The reading of the clock that is monotonic plus added_ns, split by the
+ * thread's cached second for that clock. */
+CLOCK_FAST bool clock_fast_read_split(uint32_t flags, const struct clock_second *second,
+				      uint64_t added_ns, int64_t *sec, uint64_t *rest_ns)
+{
+	uint64_t ns;
+
+	return clock_fast_mono_ns(flags, &ns) &&
+	       clock_fast_split(second, ns + added_ns, sec, rest_ns);
+}
+
+/* The fast answers; false means "ask the careful read". The realtime
+ * offset is loaded before the counter is read, off the chain after it. */
 CLOCK_FAST bool clock_fast_monotonic(uint32_t flags, struct timespec *ts)
 {
-	uint64_t ns, rest;
+	uint64_t rest;
 	int64_t sec;
 
-	if (!clock_fast_mono_ns(flags, &ns) ||
-	    !clock_fast_split(&clock_thread.mono_second, ns, &sec, &rest))
+	if (!clock_fast_read_split(flags, &clock_thread.mono_second, 0, &sec, &rest))
 		return false;
 	ts->tv_sec = (time_t)sec;
 	ts->tv_nsec = (long)rest;
@@ -169,12 +180,11 @@ CLOCK_FAST bool clock_fast_monotonic(uint32_t flags, struct timespec *ts)
 
 CLOCK_FAST bool clock_fast_realtime(uint32_t flags, struct timespec *ts)
 {
-	uint64_t offset = clock_realtime_offset();
-	uint64_t ns, rest;
+	uint64_t rest;
 	int64_t sec;
 
-	if (!clock_fast_mono_ns(flags, &ns) ||
-	    !clock_fast_split(&clock_thread.real_second, ns + offset, &sec, &rest))
+	if (!clock_fast_read_split(flags, &clock_thread.real_second, clock_realtime_offset(), &sec,
+				   &rest))
 		return false;
 	ts->tv_sec = (time_t)sec;
 	ts->tv_nsec = (long)rest;
@@ -183,12 +193,11 @@ CLOCK_FAST bool clock_fast_realtime(uint32_t flags, struct timespec *ts)
 
 CLOCK_FAST bool clock_fast_timeval(uint32_t flags, struct timeval *tv)
 {
-	uint64_t offset = clock_realtime_offset();
-	uint64_t ns, rest;
+	uint64_t rest;
 	int64_t sec;
 
-	if (!clock_fast_mono_ns(flags, &ns) ||
-	    !clock_fast_split(&clock_thread.real_second, ns + offset, &sec, &rest))
+	if (!clock_fast_read_split(flags, &clock_thread.real_second, clock_realtime_offset(), &sec,
+				   &rest))
 		return false;
 	tv->tv_sec = (time_t)sec;
 	tv->tv_usec = (suseconds_t)(rest / 1000u);
@@ -197,12 +206,11 @@ CLOCK_FAST bool clock_fast_timeval(uint32_t flags, struct timeval *tv)
 
 CLOCK_FAST bool clock_fast_seconds(uint32_t flags, time_t *sec_out)
 {
-	uint64_t offset = clock_realtime_offset();
-	uint64_t ns, rest;
+	uint64_t rest;
 	int64_t sec;
 
-	if (!clock_fast_mono_ns(flags, &ns) ||
-	    !clock_fast_split(&clock_thread.real_second, ns + offset, &sec, &rest))
+	if (!clock_fast_read_split(flags, &clock_thread.real_second, clock_realtime_offset(), &sec,
+				   &rest))
 		return false;
 	*sec_out = (time_t)sec;
 	return true;

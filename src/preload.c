@@ -66,7 +66,7 @@ __attribute__((constructor)) static void preload_init(void)
 /* libc's monotonic answer, never earlier than what this thread was given
  * from the TSC: used when a fast reading is not possible (a stale line, a
  * CPU without one) after this thread has had fast ones. */
-static __attribute__((noinline)) int preload_libc_monotonic_clamped(struct timespec *ts)
+static int preload_libc_monotonic_clamped(struct timespec *ts)
 {
 	int rc = libc_clock_gettime(CLOCK_MONOTONIC, ts);
 	uint64_t ns, last = clock_thread.last_mono_ns;
@@ -99,25 +99,6 @@ static void preload_clamp_realtime(struct timespec *ts)
 		ts->tv_sec = (time_t)(floor / CLOCK_NS_PER_SEC);
 		ts->tv_nsec = (long)(floor % CLOCK_NS_PER_SEC);
 	}
-}
-
-/* Everything the TSC does not answer: libc's own function, after making sure
- * the refresh thread runs if this clock is one it could answer, clamped
- * for the two clocks the TSC answers. */
-static __attribute__((noinline)) int preload_fallback_clock_gettime(clockid_t id,
-								    struct timespec *ts)
-{
-	int rc;
-
-	if ((unsigned)id > CLOCK_MONOTONIC)
-		return libc_clock_gettime(id, ts);
-	refresh_ensure_started();
-	if (id == CLOCK_MONOTONIC && clock_thread.last_mono_ns != 0 && !preload_is_null(ts))
-		return preload_libc_monotonic_clamped(ts);
-	rc = libc_clock_gettime(id, ts);
-	if (rc == 0 && id == CLOCK_REALTIME)
-		preload_clamp_realtime(ts);
-	return rc;
 }
 
 /* What every slow path does first. It starts the refresh thread if one is
@@ -157,11 +138,20 @@ static __attribute__((noinline)) int preload_slow_clock_gettime(clockid_t id, st
 {
 	uint32_t flags = preload_api_flags();
 
+	int rc;
+
 	preload_slow_path_start();
-	if (id == CLOCK_MONOTONIC ? clock_careful_monotonic(flags, ts)
-				  : clock_careful_realtime(flags, ts))
+	if (id == CLOCK_MONOTONIC) {
+		if (clock_careful_monotonic(flags, ts))
+			return 0;
+		return preload_libc_monotonic_clamped(ts);
+	}
+	if (clock_careful_realtime(flags, ts))
 		return 0;
-	return preload_fallback_clock_gettime(id, ts);
+	rc = libc_clock_gettime(CLOCK_REALTIME, ts);
+	if (rc == 0)
+		preload_clamp_realtime(ts);
+	return rc;
 }
 
 /* A clock the TSC could answer but does not (yet): libc, once the refresh
@@ -207,7 +197,6 @@ static __attribute__((noinline)) int preload_slow_gettimeofday(struct timeval *t
 	preload_slow_path_start();
 	if (clock_careful_timeval(flags, tv))
 		return 0;
-	refresh_ensure_started();
 	return libc_gettimeofday(tv, NULL);
 }
 
@@ -242,7 +231,6 @@ static __attribute__((noinline)) time_t preload_slow_time(time_t *t)
 			*t = now;
 		return now;
 	}
-	refresh_ensure_started();
 	return libc_time_now(t);
 }
 
@@ -271,7 +259,6 @@ static __attribute__((noinline)) int preload_slow_timespec_get(struct timespec *
 	preload_slow_path_start();
 	if (clock_careful_realtime(flags, ts))
 		return TIME_UTC;
-	refresh_ensure_started();
 	rc = libc_timespec_get(ts, TIME_UTC);
 	if (rc == TIME_UTC)
 		preload_clamp_realtime(ts);

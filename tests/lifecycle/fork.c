@@ -19,39 +19,10 @@
 
 #include "life.h"
 
-/* The bound on |answer - libc| the issue sets for a forked child. */
-#define FORK_MAX_ERROR_NS 5000u
 /* The exit status an exec'd copy returns when its own checks pass. */
 #define FORK_EXEC_OK 42
 
 extern char **environ;
-
-/* Prints one track's figures and fails on a step back or a large error. */
-static void fork_judge(const char *what, const struct life_track *track)
-{
-	life_say("%s: %llu samples, %.1f%% from the TSC, max error %llu ns, %llu backward", what,
-		 (unsigned long long)track->samples,
-		 track->samples ? 100.0 * (double)track->fast / (double)track->samples : 0.0,
-		 (unsigned long long)track->max_error_ns, (unsigned long long)track->backward);
-	if (track->backward != 0)
-		life_fail("%s: %llu backward steps (worst %llu ns)", what,
-			  (unsigned long long)track->backward,
-			  (unsigned long long)track->worst_back_ns);
-	if (track->max_error_ns > FORK_MAX_ERROR_NS)
-		life_fail("%s: error %llu ns against libc, more than %u", what,
-			  (unsigned long long)track->max_error_ns, FORK_MAX_ERROR_NS);
-}
-
-/* Samples both clocks for ms milliseconds. */
-static void fork_sample_for(unsigned ms, struct life_track *mono, struct life_track *real)
-{
-	uint64_t end = life_libc_mono_ns() + ms * LIFE_NS_PER_MS;
-
-	while (life_libc_mono_ns() < end) {
-		life_sample_mono(mono);
-		life_sample_real(real);
-	}
-}
 
 /* The exec'd copy: the preload follows through exec and answers there too. */
 static int fork_exec_child(void)
@@ -62,10 +33,10 @@ static int fork_exec_child(void)
 		life_sample_mono(&mono);
 		life_sample_real(&real);
 	}
-	if (mono.backward != 0 || real.backward != 0 || mono.max_error_ns > FORK_MAX_ERROR_NS ||
-	    real.max_error_ns > FORK_MAX_ERROR_NS) {
-		fork_judge("exec'd copy, CLOCK_MONOTONIC", &mono);
-		fork_judge("exec'd copy, CLOCK_REALTIME", &real);
+	if (mono.backward != 0 || real.backward != 0 || mono.max_error_ns > LIFE_MAX_ERROR_NS ||
+	    real.max_error_ns > LIFE_MAX_ERROR_NS) {
+		life_judge("exec'd copy, CLOCK_MONOTONIC", &mono);
+		life_judge("exec'd copy, CLOCK_REALTIME", &real);
 	}
 	return FORK_EXEC_OK;
 }
@@ -86,7 +57,7 @@ static void fork_child(unsigned run_ms)
 		life_fail("child: %u threads right after fork, expected 1", threads);
 	}
 	while (life_libc_mono_ns() < end) {
-		fork_sample_for(1, &mono, &real);
+		life_sample_for(1, &mono, &real);
 		if (seen_at == 0 && life_libc_mono_ns() >= next_look) {
 			if (life_threads_named("fasttime") > 0)
 				seen_at = life_libc_mono_ns();
@@ -95,7 +66,7 @@ static void fork_child(unsigned run_ms)
 	}
 	/* The library starts the thread lazily; give it a few more seconds. */
 	for (int i = 0; seen_at == 0 && i < 500; i++) {
-		fork_sample_for(10, &mono, &real);
+		life_sample_for(10, &mono, &real);
 		if (life_threads_named("fasttime") > 0)
 			seen_at = life_libc_mono_ns();
 	}
@@ -113,12 +84,12 @@ static void fork_child(unsigned run_ms)
 	/* Its lines must take over from libc again. */
 	if (!life_wait_fast(5000))
 		life_fail("child: still answering with libc 5 s after the refresh thread started");
-	fork_sample_for(200, &mono, &real);
+	life_sample_for(200, &mono, &real);
 	life_say("child: ran %.1f s (%.0f refresh intervals)",
 		 (double)(life_libc_mono_ns() - start) / 1e9,
 		 (double)(life_libc_mono_ns() - start) / (double)life_interval_ns());
-	fork_judge("child CLOCK_MONOTONIC", &mono);
-	fork_judge("child CLOCK_REALTIME", &real);
+	life_judge("child CLOCK_MONOTONIC", &mono);
+	life_judge("child CLOCK_REALTIME", &real);
 }
 
 /* Runs the exec'd copy through one way of starting a process, checks its status. */
@@ -190,9 +161,9 @@ int main(int argc, char **argv)
 	life_require_fast();
 	if (life_threads_named("fasttime") != 1)
 		life_fail("parent: %u refresh threads, expected 1", life_threads_named("fasttime"));
-	fork_sample_for(warm_ms, &mono, &real);
-	fork_judge("parent CLOCK_MONOTONIC", &mono);
-	fork_judge("parent CLOCK_REALTIME", &real);
+	life_sample_for(warm_ms, &mono, &real);
+	life_judge("parent CLOCK_MONOTONIC", &mono);
+	life_judge("parent CLOCK_REALTIME", &real);
 	before = life_thread_count();
 
 	life_say("%s mode, interval %llu ms, child runs %u ms",
@@ -222,8 +193,8 @@ int main(int argc, char **argv)
 	life_say("parent: %u threads before the children and after", before);
 	mono = (struct life_track){ 0 };
 	real = (struct life_track){ 0 };
-	fork_sample_for(200, &mono, &real);
-	fork_judge("parent afterwards, CLOCK_MONOTONIC", &mono);
-	fork_judge("parent afterwards, CLOCK_REALTIME", &real);
+	life_sample_for(200, &mono, &real);
+	life_judge("parent afterwards, CLOCK_MONOTONIC", &mono);
+	life_judge("parent afterwards, CLOCK_REALTIME", &real);
 	return 0;
 }

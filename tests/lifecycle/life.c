@@ -348,30 +348,53 @@ static void life_note(struct life_track *track, uint64_t lo, uint64_t answer, ui
 	track->fast += fast;
 }
 
-void life_sample_mono(struct life_track *track)
+/* One sandwich of clock id: libc, the preload, libc. */
+static void life_sample(clockid_t id, const char *name, struct life_track *track)
 {
 	struct timespec lo, answer, hi;
 	uint64_t before = life_fallthrough();
 
-	life_libc.clock_gettime(CLOCK_MONOTONIC, &lo);
-	if (clock_gettime(CLOCK_MONOTONIC, &answer) != 0)
-		life_fail("clock_gettime(CLOCK_MONOTONIC) failed: %s", strerror(errno));
-	life_libc.clock_gettime(CLOCK_MONOTONIC, &hi);
+	life_libc.clock_gettime(id, &lo);
+	if (clock_gettime(id, &answer) != 0)
+		life_fail("clock_gettime(%s) failed: %s", name, strerror(errno));
+	life_libc.clock_gettime(id, &hi);
 	life_note(track, life_ns(&lo), life_ns(&answer), life_ns(&hi),
 		  life_fallthrough() == before);
 }
 
+void life_sample_mono(struct life_track *track)
+{
+	life_sample(CLOCK_MONOTONIC, "CLOCK_MONOTONIC", track);
+}
+
 void life_sample_real(struct life_track *track)
 {
-	struct timespec lo, answer, hi;
-	uint64_t before = life_fallthrough();
+	life_sample(CLOCK_REALTIME, "CLOCK_REALTIME", track);
+}
 
-	life_libc.clock_gettime(CLOCK_REALTIME, &lo);
-	if (clock_gettime(CLOCK_REALTIME, &answer) != 0)
-		life_fail("clock_gettime(CLOCK_REALTIME) failed: %s", strerror(errno));
-	life_libc.clock_gettime(CLOCK_REALTIME, &hi);
-	life_note(track, life_ns(&lo), life_ns(&answer), life_ns(&hi),
-		  life_fallthrough() == before);
+void life_sample_for(unsigned ms, struct life_track *mono, struct life_track *real)
+{
+	uint64_t end = life_libc_mono_ns() + ms * LIFE_NS_PER_MS;
+
+	while (life_libc_mono_ns() < end) {
+		life_sample_mono(mono);
+		life_sample_real(real);
+	}
+}
+
+void life_judge(const char *what, const struct life_track *track)
+{
+	life_say("%s: %llu samples, %.1f%% from the TSC, max error %llu ns, %llu backward", what,
+		 (unsigned long long)track->samples,
+		 track->samples ? 100.0 * (double)track->fast / (double)track->samples : 0.0,
+		 (unsigned long long)track->max_error_ns, (unsigned long long)track->backward);
+	if (track->backward != 0)
+		life_fail("%s: %llu backward steps (worst %llu ns)", what,
+			  (unsigned long long)track->backward,
+			  (unsigned long long)track->worst_back_ns);
+	if (track->max_error_ns > LIFE_MAX_ERROR_NS)
+		life_fail("%s: error %llu ns against libc, more than %u", what,
+			  (unsigned long long)track->max_error_ns, LIFE_MAX_ERROR_NS);
 }
 
 /* Sleeps, then ends the process loudly: only a hang lets it wake. */

@@ -90,6 +90,12 @@ struct life_track {
 };
 void life_sample_mono(struct life_track *track);
 void life_sample_real(struct life_track *track);
+/* Samples both clocks, alternating, for ms milliseconds. */
+void life_sample_for(unsigned ms, struct life_track *mono, struct life_track *real);
+/* The bound on |answer - libc| the issues set for the fast path. */
+#define LIFE_MAX_ERROR_NS 5000u
+/* Prints a track and fails on a step back or an error beyond the bound. */
+void life_judge(const char *what, const struct life_track *track);
 
 /* Aborts the process if it is still running after seconds: a deadlock must
  * fail the test, not hang it. The thread blocks every signal. */

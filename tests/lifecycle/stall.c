@@ -36,34 +36,6 @@
 
 #include "life.h"
 
-#define STALL_MAX_ERROR_NS 5000u
-
-/* Prints a track and fails on a step back or an error beyond the bound. */
-static void stall_judge(const char *what, const struct life_track *track)
-{
-	life_say("%s: %llu samples, %llu from the TSC, max error %llu ns, %llu backward", what,
-		 (unsigned long long)track->samples, (unsigned long long)track->fast,
-		 (unsigned long long)track->max_error_ns, (unsigned long long)track->backward);
-	if (track->backward != 0)
-		life_fail("%s: %llu backward steps (worst %llu ns)", what,
-			  (unsigned long long)track->backward,
-			  (unsigned long long)track->worst_back_ns);
-	if (track->max_error_ns > STALL_MAX_ERROR_NS)
-		life_fail("%s: error %llu ns against libc, more than %u", what,
-			  (unsigned long long)track->max_error_ns, STALL_MAX_ERROR_NS);
-}
-
-/* Samples both clocks for ms milliseconds. */
-static void stall_sample_for(unsigned ms, struct life_track *mono, struct life_track *real)
-{
-	uint64_t end = life_libc_mono_ns() + ms * LIFE_NS_PER_MS;
-
-	while (life_libc_mono_ns() < end) {
-		life_sample_mono(mono);
-		life_sample_real(real);
-	}
-}
-
 /* Starts the refresh thread, waits until its lines answer, and reads on past
  * the short start-up intervals (4 s of them at the default interval), so that
  * the lines are trusted for the whole configured window. */
@@ -72,9 +44,9 @@ static void stall_until_fast(void)
 	struct life_track mono = { 0 }, real = { 0 };
 
 	life_require_fast();
-	stall_sample_for(life_interval_ns() >= 1000 * LIFE_NS_PER_MS ? 4000 : 300, &mono, &real);
-	stall_judge("before, CLOCK_MONOTONIC", &mono);
-	stall_judge("before, CLOCK_REALTIME", &real);
+	life_sample_for(life_interval_ns() >= 1000 * LIFE_NS_PER_MS ? 4000 : 300, &mono, &real);
+	life_judge("before, CLOCK_MONOTONIC", &mono);
+	life_judge("before, CLOCK_REALTIME", &real);
 }
 
 /* A helper process stops its parent for ms, then lets it go on. */
@@ -138,10 +110,10 @@ static void stall_one_stop(unsigned stop_ms)
 		 (double)stop_ms / 1e3, (double)life_window_ns() / 1e9,
 		 (unsigned long long)libc_answers,
 		 first_fast_at ? (double)(first_fast_at - resumed) / 1e6 : -1.0);
-	stall_judge("through the stop, CLOCK_MONOTONIC", &mono);
-	stall_judge("through the stop, CLOCK_REALTIME", &real);
-	stall_judge("2 s after the stop, CLOCK_MONOTONIC", &after);
-	stall_judge("2 s after the stop, CLOCK_REALTIME", &after_real);
+	life_judge("through the stop, CLOCK_MONOTONIC", &mono);
+	life_judge("through the stop, CLOCK_REALTIME", &real);
+	life_judge("2 s after the stop, CLOCK_MONOTONIC", &after);
+	life_judge("2 s after the stop, CLOCK_REALTIME", &after_real);
 	if (!life_wait_fast(5000))
 		life_fail("still answering with libc 7 s after the stop");
 }
@@ -172,19 +144,19 @@ static void stall_starve(void)
 	while (life_refresh_held() == 0) {
 		if (life_libc_mono_ns() > deadline)
 			life_fail("the refresh thread never came to the tap to be held");
-		stall_sample_for(1, &mono, &real);
+		life_sample_for(1, &mono, &real);
 	}
 	/* Until the window closes the lines may still answer; read through it. */
-	stall_sample_for(hold_ms, &mono, &real);
-	stall_judge("refresh thread held, through the window, CLOCK_MONOTONIC", &mono);
-	stall_judge("refresh thread held, through the window, CLOCK_REALTIME", &real);
+	life_sample_for(hold_ms, &mono, &real);
+	life_judge("refresh thread held, through the window, CLOCK_MONOTONIC", &mono);
+	life_judge("refresh thread held, through the window, CLOCK_REALTIME", &real);
 
 	/* Past the window: nothing may come from the stale lines. */
 	mono = (struct life_track){ .last_ns = mono.last_ns };
 	real = (struct life_track){ .last_ns = real.last_ns };
-	stall_sample_for(300, &mono, &real);
-	stall_judge("refresh thread held, past the window, CLOCK_MONOTONIC", &mono);
-	stall_judge("refresh thread held, past the window, CLOCK_REALTIME", &real);
+	life_sample_for(300, &mono, &real);
+	life_judge("refresh thread held, past the window, CLOCK_MONOTONIC", &mono);
+	life_judge("refresh thread held, past the window, CLOCK_REALTIME", &real);
 	if (mono.fast != 0 || real.fast != 0)
 		life_fail("answers from lines %.1f s old (window %.1f s): %llu + %llu reads",
 			  (double)hold_ms / 1e3, (double)life_window_ns() / 1e9,
@@ -195,9 +167,9 @@ static void stall_starve(void)
 		life_fail("still answering with libc 5 s after the refresh thread was let go");
 	mono = (struct life_track){ .last_ns = mono.last_ns };
 	real = (struct life_track){ .last_ns = real.last_ns };
-	stall_sample_for(300, &mono, &real);
-	stall_judge("refresh thread let go, CLOCK_MONOTONIC", &mono);
-	stall_judge("refresh thread let go, CLOCK_REALTIME", &real);
+	life_sample_for(300, &mono, &real);
+	life_judge("refresh thread let go, CLOCK_MONOTONIC", &mono);
+	life_judge("refresh thread let go, CLOCK_REALTIME", &real);
 }
 
 /* The body of the probe thread. */
@@ -325,12 +297,12 @@ static void stall_nothread(void)
 		stall_other_calls(&other_error, &other_fast);
 	}
 	life_say("threads forbidden by %s: %.1f s of reads", how, (double)run_ms / 1e3);
-	stall_judge("no thread, CLOCK_MONOTONIC", &mono);
-	stall_judge("no thread, CLOCK_REALTIME", &real);
+	life_judge("no thread, CLOCK_MONOTONIC", &mono);
+	life_judge("no thread, CLOCK_REALTIME", &real);
 	life_say("no thread, gettimeofday/time/timespec_get: %llu from the TSC, "
 		 "gettimeofday max error %llu ns",
 		 (unsigned long long)other_fast, (unsigned long long)other_error);
-	if (other_error > STALL_MAX_ERROR_NS)
+	if (other_error > LIFE_MAX_ERROR_NS)
 		life_fail("gettimeofday: error %llu ns against libc",
 			  (unsigned long long)other_error);
 	if (mono.fast != 0 || real.fast != 0 || other_fast != 0)

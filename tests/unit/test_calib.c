@@ -446,6 +446,17 @@ static void calib_check_recovers(struct calib_cpu *cpu, struct fake_clock *fake)
 	}
 }
 
+/* The next interval's sample, with jump(fake, by) made halfway through it. */
+static struct calib_sample calib_sample_after_jump(struct fake_clock *fake,
+						   void (*jump)(struct fake_clock *, uint64_t),
+						   uint64_t by)
+{
+	fake_advance(fake, INTERVAL_NS / 2);
+	jump(fake, by);
+	fake_advance(fake, INTERVAL_NS / 2);
+	return fake_sample(fake, 0, 30);
+}
+
 /* A kernel clock that jumps ahead by a second is stepped to, not slewed: the
  * line passes through the new sample with the slope it had. */
 START_TEST(test_calib_kernel_jump)
@@ -458,10 +469,7 @@ START_TEST(test_calib_kernel_jump)
 	fake_init(&fake, _i, 60);
 	calib_start(&cpu, &fake);
 	trusted = cpu.slope_mult;
-	fake_advance(&fake, INTERVAL_NS / 2);
-	fake_jump_kernel(&fake, NS_PER_SEC);
-	fake_advance(&fake, INTERVAL_NS / 2);
-	sample = fake_sample(&fake, 0, 30);
+	sample = calib_sample_after_jump(&fake, fake_jump_kernel, NS_PER_SEC);
 	ck_assert_int_eq(calib_update_checked(&cpu, &sample, fake.hz), CALIB_STEPPED);
 	ck_assert_uint_eq(calib_line_eval(cpu.line, sample.tsc), sample.ns);
 	ck_assert_uint_eq(cpu.line.mult, trusted);
@@ -481,10 +489,7 @@ START_TEST(test_calib_resume)
 	fake_init(&fake, _i, 160);
 	calib_start(&cpu, &fake);
 	trusted = cpu.slope_mult;
-	fake_advance(&fake, INTERVAL_NS / 2);
-	fake_jump_tsc(&fake, 100 * fake.hz);
-	fake_advance(&fake, INTERVAL_NS / 2);
-	sample = fake_sample(&fake, 0, 30);
+	sample = calib_sample_after_jump(&fake, fake_jump_tsc, 100 * fake.hz);
 	ck_assert_int_eq(calib_update_checked(&cpu, &sample, fake.hz), CALIB_STEPPED);
 	ck_assert_uint_eq(calib_line_eval(cpu.line, sample.tsc), sample.ns);
 	ck_assert_uint_eq(cpu.line.mult, trusted);
@@ -609,10 +614,7 @@ START_TEST(test_calib_large_kernel_jump)
 
 	fake_init(&fake, _i, 80);
 	calib_start(&cpu, &fake);
-	fake_advance(&fake, INTERVAL_NS / 2);
-	fake_jump_kernel(&fake, 20 * NS_PER_SEC);
-	fake_advance(&fake, INTERVAL_NS / 2);
-	sample = fake_sample(&fake, 0, 30);
+	sample = calib_sample_after_jump(&fake, fake_jump_kernel, 20 * NS_PER_SEC);
 	ck_assert_int_eq(calib_update_checked(&cpu, &sample, fake.hz), CALIB_STEPPED);
 	calib_check_recovers(&cpu, &fake);
 }
