@@ -24,6 +24,15 @@ static void api_consume(uint64_t value)
 /* The mode being measured, read by the entry-shaped functions below as the
  * exported ones read api_flags: one load per call. */
 static uint32_t api_measured_flags;
+/* Calls the counter could not answer during a measurement. */
+static unsigned api_fallbacks;
+
+/* Counts a call the counter could not answer; the result stands for it. */
+static int api_fell_back(int result)
+{
+	api_fallbacks++;
+	return result;
+}
 
 /* Functions of the exported entry points' shape: the flags loaded, the
  * arguments tested, the fast read inline, the careful read beside it. They
@@ -39,8 +48,8 @@ static __attribute__((noinline)) int api_entry_clock_gettime(clockid_t id, struc
 	if ((unsigned)id > CLOCK_MONOTONIC || !((flags >> id) & 1) || ts == NULL)
 		return -1;
 	if (id == CLOCK_MONOTONIC)
-		return clock_answer_monotonic(flags, ts) ? 0 : -1;
-	return clock_answer_realtime(flags, ts) ? 0 : -1;
+		return clock_answer_monotonic(flags, ts) ? 0 : api_fell_back(-1);
+	return clock_answer_realtime(flags, ts) ? 0 : api_fell_back(-1);
 }
 
 static __attribute__((noinline)) int api_entry_gettimeofday(struct timeval *tv, void *tz)
@@ -49,7 +58,7 @@ static __attribute__((noinline)) int api_entry_gettimeofday(struct timeval *tv, 
 
 	if (!(flags & CLOCK_API_GETTIMEOFDAY) || tz != NULL || tv == NULL)
 		return -1;
-	return clock_answer_timeval(flags, tv) ? 0 : -1;
+	return clock_answer_timeval(flags, tv) ? 0 : api_fell_back(-1);
 }
 
 static __attribute__((noinline)) time_t api_entry_time(time_t *t)
@@ -57,8 +66,10 @@ static __attribute__((noinline)) time_t api_entry_time(time_t *t)
 	uint32_t flags = __atomic_load_n(&api_measured_flags, __ATOMIC_RELAXED);
 	time_t now;
 
-	if (!(flags & CLOCK_API_TIME) || !clock_answer_seconds(flags, &now))
+	if (!(flags & CLOCK_API_TIME))
 		return -1;
+	if (!clock_answer_seconds(flags, &now))
+		return api_fell_back(-1);
 	if (t != NULL)
 		*t = now;
 	return now;
@@ -70,7 +81,7 @@ static __attribute__((noinline)) int api_entry_timespec_get(struct timespec *ts,
 
 	if (base != TIME_UTC || !(flags & CLOCK_API_TIMESPEC_GET) || ts == NULL)
 		return 0;
-	return clock_answer_realtime(flags, ts) ? TIME_UTC : 0;
+	return clock_answer_realtime(flags, ts) ? TIME_UTC : api_fell_back(0);
 }
 
 static struct libc_time_functions api_entries = {
@@ -200,7 +211,8 @@ static double api_time_loop(api_loop_fn loop, uint32_t flags)
 	return (double)(api_now_ns() - start) / API_CHOICE_CALLS;
 }
 
-uint32_t api_choice_measure(uint32_t mode_flags, struct api_cost costs[API_CHOICE_COUNT])
+uint32_t api_choice_measure(uint32_t mode_flags, struct api_cost costs[API_CHOICE_COUNT],
+			    unsigned *fallbacks)
 {
 	static const struct {
 		const char *name;
@@ -222,6 +234,7 @@ uint32_t api_choice_measure(uint32_t mode_flags, struct api_cost costs[API_CHOIC
 
 	/* The loops call libc through its resolved functions. */
 	libc_resolve();
+	api_fallbacks = 0;
 	__atomic_store_n(&api_measured_flags, mode_flags | CLOCK_API_ALL, __ATOMIC_RELAXED);
 	for (unsigned a = 0; a < API_CHOICE_COUNT; a++) {
 		double best_libc = 1e30, best_fast = 1e30;
@@ -243,5 +256,6 @@ uint32_t api_choice_measure(uint32_t mode_flags, struct api_cost costs[API_CHOIC
 		if (best_fast < best_libc * API_CHOICE_MARGIN)
 			chosen |= apis[a].flag;
 	}
+	*fallbacks = api_fallbacks;
 	return chosen;
 }

@@ -21,10 +21,12 @@ struct api_cost {
 	double fast_ns;
 };
 
-/* Measures each entry point's fast path (in the mode given by mode_flags,
- * CLOCK_MODE_RELAXED or 0) against libc's, alternating, and returns the
- * CLOCK_API_* bits of those that were clearly faster (by 3 %). The table
- * must be valid. */
-uint32_t api_choice_measure(uint32_t mode_flags, struct api_cost costs[API_CHOICE_COUNT]);
+/* Measures each entry point's fast path (read as mode_flags, the
+ * CLOCK_READ_BITS of clock.h, say) against libc's, alternating, and returns
+ * the CLOCK_API_* bits of those that were clearly faster (by 3 %). The
+ * table must be valid. *fallbacks counts the calls the counter could not
+ * answer: any at all, and the fast figures are libc's, not the counter's. */
+uint32_t api_choice_measure(uint32_t mode_flags, struct api_cost costs[API_CHOICE_COUNT],
+			    unsigned *fallbacks);
 
 #endif

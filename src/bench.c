@@ -39,6 +39,8 @@
 #include "bench_report.h"
 #include "bench_startup.h"
 #include "cpu.h"
+#include "debug.h"
+#include "settings.h"
 
 struct bench_options bench_options = { .seconds = 3.0, .threads = 1 };
 
@@ -167,11 +169,18 @@ static bool bench_parse(int argc, char **argv)
 	return true;
 }
 
+/* Looks up a FASTTIME_* variable for settings_load. */
+static const char *bench_getenv(const char *name)
+{
+	return getenv(name);
+}
+
 /* Reads the options and runs the mode they ask for; 2 after bad usage, 77
  * where the engine cannot run here. */
 int main(int argc, char **argv)
 {
 	struct cpu_facts facts;
+	struct settings settings;
 	struct bench_library library = { .owner = NULL, .state = BENCH_LIBRARY_ABSENT };
 	struct bench_result *results, merged;
 	struct bench_trace trace = { 0 };
@@ -198,6 +207,9 @@ int main(int argc, char **argv)
 			return 1;
 		}
 	}
+	/* FASTTIME_HWCAPS: measure as a machine without what this one has. */
+	settings_load(&settings, bench_getenv, debug_write_line);
+	cpu_hidden_hwcaps = settings.hidden_hwcaps;
 	cpu_probe_instructions(&facts);
 	cpu_probe_kernel(&facts);
 	if (bench_options.symbols) {

@@ -22,13 +22,19 @@
 #include "settings.h"
 
 static double bench_measure_ns_per_tick;
+/* How each mode reads the counter and the CPU id on this machine
+ * (CLOCK_READ_BITS), and whether the ordered instruction is rdtscp (else
+ * lfence; rdtsc). */
+static uint32_t bench_measure_ordered_flags, bench_measure_relaxed_flags;
+static bool bench_measure_ordered_is_rdtscp = true;
 
 /* One call of api from source, its result left in *ts, *tv or *t. */
 static inline __attribute__((always_inline)) void
 bench_measure_answer(enum bench_source source, enum bench_api api, struct timespec *ts,
 		     struct timeval *tv, time_t *t)
 {
-	uint32_t flags = source == BENCH_RELAXED ? CLOCK_MODE_RELAXED : 0;
+	uint32_t flags =
+	    source == BENCH_RELAXED ? bench_measure_relaxed_flags : bench_measure_ordered_flags;
 
 	switch (source) {
 	case BENCH_LIBC:
@@ -122,15 +128,26 @@ static __attribute__((noinline)) void bench_measure_loop_rdtsc(unsigned n)
 		bench_consume(cpu_rdtsc());
 }
 
-/* The same for rdtscp, the instruction of the ordered mode. */
+/* The same for the ordered mode's instruction: rdtscp where the CPU
+ * advertises it, else lfence; rdtsc. */
 static __attribute__((noinline)) void bench_measure_loop_rdtscp(unsigned n)
 {
+	if (!bench_measure_ordered_is_rdtscp) {
+		for (unsigned i = 0; i < n; i++)
+			bench_consume(cpu_rdtsc_fenced());
+		return;
+	}
 	for (unsigned i = 0; i < n; i++) {
 		uint32_t aux;
 		uint64_t tsc = cpu_rdtscp(&aux);
 		/* The ordered read uses both outputs: so does its floor. */
 		bench_consume(tsc + aux);
 	}
+}
+
+const char *bench_measure_ordered_instruction(void)
+{
+	return bench_measure_ordered_is_rdtscp ? "rdtscp" : "lfence; rdtsc";
 }
 
 static const bench_measure_loop_fn bench_measure_bare_loops[BENCH_BARES] = {
@@ -377,15 +394,27 @@ bool bench_measure_start_engine(const struct cpu_facts *facts)
 {
 	struct settings settings = { .interval_ms = SETTINGS_DEFAULT_INTERVAL_MS };
 
-	if (cpu_unusable_reason(facts) != NULL) {
+	struct cpu_reading reading;
+
+	/* Ordered mode where the CPU has no ordered read: measured as relaxed,
+	 * which the report says. */
+	if (cpu_choose_reading(facts, false, &reading) != NULL) {
+		fprintf(stderr, "fasttime-bench: %s; the ordered column reads as relaxed\n",
+			cpu_choose_reading(facts, false, &reading));
+		cpu_choose_reading(facts, true, &reading);
+	}
+	bench_measure_ordered_flags = clock_flags_for_reading(reading);
+	bench_measure_ordered_is_rdtscp = reading.counter == CPU_READ_RDTSCP;
+	cpu_choose_reading(facts, true, &reading);
+	bench_measure_relaxed_flags = clock_flags_for_reading(reading);
+	libc_resolve();
+	refresh_configure(&settings);
+	if (!refresh_calibrate_now()) {
 		fprintf(stderr, "fasttime-bench: the fast path cannot run here: %s\n",
-			cpu_unusable_reason(facts));
+			refresh_verdict.unusable != NULL ? refresh_verdict.unusable
+							 : "calibration gave no CPU a line");
 		return false;
 	}
-	libc_resolve();
-	refresh_configure(&settings, facts);
-	if (!refresh_calibrate_now())
-		return false;
 	refresh_ensure_started();
 	return true;
 }

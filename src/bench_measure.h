@@ -28,7 +28,9 @@ enum bench_api {
 	BENCH_APIS
 };
 
-/* The bare counter reads, the floor under each mode's read path. */
+/* The bare counter reads, the floor under each mode's read path: rdtsc,
+ * and the ordered instruction (named by bench_measure_ordered_instruction;
+ * "rdtscp" in the CSV whichever it is). */
 enum bench_bare { BENCH_BARE_RDTSC, BENCH_BARE_RDTSCP, BENCH_BARES };
 
 /* One round's MONOTONIC sandwiches of one source, for --trace. */
@@ -75,5 +77,8 @@ bool bench_measure_run(struct bench_result *results, unsigned n);
 /* The threads' results as one: each loop's best averaged over the threads
  * (what a typical thread saw), the histograms and counts added up. */
 void bench_measure_merge(struct bench_result *into, const struct bench_result *results, unsigned n);
+
+/* "rdtscp" or "lfence; rdtsc": what the ordered mode reads with here. */
+const char *bench_measure_ordered_instruction(void);
 
 #endif

@@ -28,43 +28,70 @@ static bool clock_careful_finish(uint64_t tsc, struct calib_line line, uint64_t 
 }
 
 /* rdtscp and the line of the CPU it names; remembers the CPU for the fast
- * read's guess. */
+ * read's guess. Where rseq says the thread is on a CPU with no line, no
+ * counter is read: libc answers at about its own cost. */
 static bool clock_careful_ordered_ns(uint64_t *ns_out)
 {
-	uint64_t valid_from = __atomic_load_n(&table_shared.valid_from_tsc, __ATOMIC_ACQUIRE);
-	uint64_t valid_ticks = __atomic_load_n(&table_shared.valid_ticks, __ATOMIC_ACQUIRE);
+	uint64_t valid_from, valid_ticks, tsc;
 	uint32_t aux, cpu;
-	uint64_t tsc = cpu_rdtscp(&aux);
 
+	if (cpu_rseq_cpu_id_offset != 0) {
+		cpu = cpu_rseq_current();
+		if (cpu < CPU_MAX_CPUS && table_load(cpu).mult == 0) {
+			clock_thread.last_cpu = cpu;
+			return false;
+		}
+	}
+	valid_from = __atomic_load_n(&table_shared.valid_from_tsc, __ATOMIC_ACQUIRE);
+	valid_ticks = __atomic_load_n(&table_shared.valid_ticks, __ATOMIC_ACQUIRE);
+	tsc = cpu_rdtscp(&aux);
 	cpu = cpu_from_tsc_aux(aux);
 	clock_thread.last_cpu = cpu;
 	return clock_careful_finish(tsc, table_load(cpu), valid_from, valid_ticks, ns_out);
 }
 
-/* rdtsc between two reads of the rseq CPU id; rdtscp when they differ or
- * the id is not a CPU. Remembers the CPU for the fast read's guess. */
-static bool clock_careful_relaxed_ns(uint64_t *ns_out)
+/* The CPU id from rseq (inline, one load) or from getcpu. */
+static inline uint32_t clock_careful_cpu(uint32_t flags)
 {
-	uint32_t cpu = cpu_rseq_current();
-	uint64_t valid_from, valid_ticks, tsc;
-	struct calib_line line;
+	if (flags & CLOCK_CPU_GETCPU)
+		return cpu_current_id(CPU_ID_GETCPU);
+	return cpu_rseq_current();
+}
 
-	if (cpu >= CPU_MAX_CPUS)
-		return clock_careful_ordered_ns(ns_out);
-	line = table_load(cpu);
-	valid_from = __atomic_load_n(&table_shared.valid_from_tsc, __ATOMIC_ACQUIRE);
-	valid_ticks = __atomic_load_n(&table_shared.valid_ticks, __ATOMIC_ACQUIRE);
-	tsc = cpu_rdtsc();
-	if (cpu_rseq_current() != cpu)
-		return clock_careful_ordered_ns(ns_out);
-	clock_thread.last_cpu = cpu;
-	return clock_careful_finish(tsc, line, valid_from, valid_ticks, ns_out);
+/* rdtsc, fenced or not, between two reads of the CPU id (rseq or getcpu);
+ * read again when they differ, libc when they differ twice or the id is
+ * not a CPU. TSC_AUX is never read here: where rdtscp is not advertised it
+ * may hold anything (a hypervisor's own numbers). Remembers the CPU for the
+ * fast read's guess. */
+static bool clock_careful_checked_ns(uint32_t flags, uint64_t *ns_out)
+{
+	for (int attempt = 0; attempt < 2; attempt++) {
+		uint32_t cpu = clock_careful_cpu(flags);
+		uint64_t valid_from, valid_ticks, tsc;
+		struct calib_line line;
+
+		if (cpu >= CPU_MAX_CPUS)
+			return false;
+		line = table_load(cpu);
+		if (line.mult == 0) {
+			clock_thread.last_cpu = cpu;
+			return false;
+		}
+		valid_from = __atomic_load_n(&table_shared.valid_from_tsc, __ATOMIC_ACQUIRE);
+		valid_ticks = __atomic_load_n(&table_shared.valid_ticks, __ATOMIC_ACQUIRE);
+		tsc = (flags & CLOCK_READ_LFENCE) ? cpu_rdtsc_fenced() : cpu_rdtsc();
+		if (clock_careful_cpu(flags) != cpu)
+			continue;
+		clock_thread.last_cpu = cpu;
+		return clock_careful_finish(tsc, line, valid_from, valid_ticks, ns_out);
+	}
+	return false;
 }
 
 static bool clock_careful_mono_ns(uint32_t flags, uint64_t *ns_out)
 {
-	if (flags & CLOCK_MODE_RELAXED)
-		return clock_careful_relaxed_ns(ns_out);
+	if (flags & CLOCK_READ_BITS)
+		return clock_careful_checked_ns(flags, ns_out);
 	return clock_careful_ordered_ns(ns_out);
 }
 

@@ -29,12 +29,31 @@ enum clock_api {
 	CLOCK_API_TIME = 1u << 3,
 	CLOCK_API_TIMESPEC_GET = 1u << 4,
 	CLOCK_API_ALL = 0x1fu,
-	CLOCK_MODE_RELAXED = 1u << 8, /* rdtsc + rseq CPU id instead of rdtscp */
+	/* How the counter and the CPU id are read (cpu.h's cpu_reading):
+	 * none of these bits is rdtscp with TSC_AUX. */
+	CLOCK_MODE_RELAXED = 1u << 8, /* rdtsc, CPU id from rseq */
 	/* The refresh thread is due to start: until it has, calls that pass
 	 * through to libc make the start check on the way. Kept here so that
 	 * a pass-through tests one word it has loaded anyway. */
 	CLOCK_START_PENDING = 1u << 9,
+	CLOCK_READ_LFENCE = 1u << 10, /* ordered: lfence; rdtsc, CPU id from rseq */
+	/* No rseq: the CPU id comes from getcpu, a call, so only the careful
+	 * read answers; with CLOCK_READ_LFENCE the counter is fenced. */
+	CLOCK_CPU_GETCPU = 1u << 11,
+	CLOCK_READ_BITS = CLOCK_MODE_RELAXED | CLOCK_READ_LFENCE | CLOCK_CPU_GETCPU,
 };
+
+/* The CLOCK_READ_BITS that stand for a reading. */
+static inline uint32_t clock_flags_for_reading(struct cpu_reading reading)
+{
+	uint32_t flags = reading.counter == CPU_READ_LFENCE_RDTSC ? CLOCK_READ_LFENCE : 0;
+
+	if (reading.cpu_id == CPU_ID_GETCPU)
+		return flags | CLOCK_CPU_GETCPU;
+	if (reading.counter == CPU_READ_RDTSC)
+		flags |= CLOCK_MODE_RELAXED;
+	return flags;
+}
 
 /* A cached second: tv_sec for any ns in [sec * 1e9, (sec + 1) * 1e9). One
  * word, so that a signal handler's refill can never pair one second's start
@@ -88,8 +107,12 @@ CLOCK_FAST bool clock_fast_finish(uint64_t tsc, struct calib_line line, uint64_t
 	return true;
 }
 
-/* Ordered: rdtscp gives the counter and the CPU id in one instruction; the
- * line, loaded before it, is the one of the CPU this thread last ran on. */
+/* Each fast read loads the line of the CPU this thread last ran on before
+ * it reads the counter, and gives up at once when that CPU has no line: a
+ * thread on a CPU not calibrated yet then pays for no counter read, and its
+ * call costs about what libc's does. */
+
+/* Ordered: rdtscp gives the counter and the CPU id in one instruction. */
 CLOCK_FAST bool clock_fast_ordered_ns(uint64_t *ns_out)
 {
 	uint32_t guess = clock_thread.last_cpu;
@@ -97,7 +120,11 @@ CLOCK_FAST bool clock_fast_ordered_ns(uint64_t *ns_out)
 	uint64_t valid_from = __atomic_load_n(&table_shared.valid_from_tsc, __ATOMIC_ACQUIRE);
 	uint64_t valid_ticks = __atomic_load_n(&table_shared.valid_ticks, __ATOMIC_ACQUIRE);
 	uint32_t aux;
-	uint64_t tsc = cpu_rdtscp(&aux);
+	uint64_t tsc;
+
+	if (__builtin_expect(line.mult == 0, 0))
+		return false;
+	tsc = cpu_rdtscp(&aux);
 
 	if (__builtin_expect(cpu_from_tsc_aux(aux) != guess, 0))
 		return false;
@@ -119,17 +146,50 @@ CLOCK_FAST bool clock_fast_relaxed_ns(uint64_t *ns_out)
 	struct calib_line line = table_load(guess);
 	uint64_t valid_from = __atomic_load_n(&table_shared.valid_from_tsc, __ATOMIC_ACQUIRE);
 	uint64_t valid_ticks = __atomic_load_n(&table_shared.valid_ticks, __ATOMIC_ACQUIRE);
-	uint64_t tsc = cpu_rdtsc();
+	uint64_t tsc;
 
+	if (__builtin_expect(line.mult == 0, 0))
+		return false;
+	tsc = cpu_rdtsc();
 	if (__builtin_expect(cpu_rseq_current() != guess, 0))
 		return false;
 	return clock_fast_finish(tsc, line, valid_from, valid_ticks, ns_out);
 }
 
+/* Ordered without rdtscp: lfence keeps rdtsc behind every earlier
+ * instruction, as rdtscp would, and the rseq id is read before and after
+ * the counter: both must be the CPU whose line was loaded, so the counter
+ * was read there (a migration always passes through the kernel, which
+ * rewrites the id before the thread runs again). */
+CLOCK_FAST bool clock_fast_fenced_ns(uint64_t *ns_out)
+{
+	uint32_t guess = clock_thread.last_cpu;
+	struct calib_line line = table_load(guess);
+	uint64_t valid_from = __atomic_load_n(&table_shared.valid_from_tsc, __ATOMIC_ACQUIRE);
+	uint64_t valid_ticks = __atomic_load_n(&table_shared.valid_ticks, __ATOMIC_ACQUIRE);
+	uint32_t before;
+	uint64_t tsc;
+
+	if (__builtin_expect(line.mult == 0, 0))
+		return false;
+	before = cpu_rseq_current();
+	tsc = cpu_rdtsc_fenced();
+	if (__builtin_expect((before ^ guess) | (cpu_rseq_current() ^ guess), 0))
+		return false;
+	return clock_fast_finish(tsc, line, valid_from, valid_ticks, ns_out);
+}
+
+/* Relaxed first: it is the mode chosen for speed. A reading whose CPU id
+ * comes from getcpu is a call: the careful read answers it. */
 CLOCK_FAST bool clock_fast_mono_ns(uint32_t flags, uint64_t *ns_out)
 {
 	if (flags & CLOCK_MODE_RELAXED)
 		return clock_fast_relaxed_ns(ns_out);
+	if (flags & (CLOCK_READ_LFENCE | CLOCK_CPU_GETCPU)) {
+		if (flags & CLOCK_CPU_GETCPU)
+			return false;
+		return clock_fast_fenced_ns(ns_out);
+	}
 	return clock_fast_ordered_ns(ns_out);
 }
 

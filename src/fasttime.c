@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cpu.h"
 #include "debug.h"
 #include "settings.h"
 #include "tool_check.h"
@@ -219,9 +220,15 @@ int main(int argc, char **argv)
 	if (options.action == FASTTIME_INFO) {
 		fasttime_info_settings(&options, &settings);
 		debug_enabled = settings.debug;
+		cpu_hidden_hwcaps = settings.hidden_hwcaps;
 		return fasttime_finish_output(tool_info_run(&settings));
 	}
-	if (options.action == FASTTIME_CHECK)
+	if (options.action == FASTTIME_CHECK) {
+		/* The check reads the counter as the library would: with the
+		 * features FASTTIME_HWCAPS hides treated as absent. */
+		settings_load(&settings, fasttime_getenv, debug_write_line);
+		cpu_hidden_hwcaps = settings.hidden_hwcaps;
 		return fasttime_finish_output(tool_check_run());
+	}
 	return tool_run_command(&options.run, argv + options.first_argument);
 }

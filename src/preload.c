@@ -50,17 +50,16 @@ static void preload_after_fork_in_child(void)
 __attribute__((constructor)) static void preload_init(void)
 {
 	struct settings settings;
-	struct cpu_facts facts = { .rseq_registered = false };
 
 	settings_load(&settings, preload_getenv, debug_write_line);
 	debug_enabled = settings.debug;
+	cpu_hidden_hwcaps = settings.hidden_hwcaps;
 	if (!settings.disabled) {
-		facts.rseq_registered = cpu_rseq_init();
-		if (settings.relaxed && !facts.rseq_registered)
-			debug_log("relaxed mode needs glibc's rseq; reading with rdtscp instead");
+		/* Before any reader: the offset is written once. */
+		cpu_rseq_init();
 		pthread_atfork(NULL, NULL, preload_after_fork_in_child);
 	}
-	refresh_configure(&settings, &facts);
+	refresh_configure(&settings);
 }
 
 /* libc's monotonic answer, never earlier than what this thread was given

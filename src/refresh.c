@@ -1,8 +1,12 @@
 /* The refresh thread and the calibration rounds it runs.
  *
- * It pins itself to each allowed CPU in turn, takes sandwiches of the
- * kernel's CLOCK_MONOTONIC around rdtscp, and hands the narrowest to the
- * calibration arithmetic; what comes out is published for readers. */
+ * Each round it pins itself in turn to every online CPU it may run on (the
+ * list is read again each round: a CPU that comes online or joins the
+ * cpuset gets a line at the next one), takes sandwiches of the kernel's
+ * CLOCK_MONOTONIC around a counter read taken the way this CPU allows, and
+ * hands the narrowest to the calibration arithmetic; what comes out is
+ * published for readers. Between rounds it runs wherever the scheduler
+ * puts it among those CPUs. */
 #include "config.h"
 
 #include "refresh.h"
@@ -22,19 +26,31 @@
 struct refresh_cpu refresh_cpus[CPU_MAX_CPUS];
 struct api_cost refresh_api_costs[API_CHOICE_COUNT];
 bool refresh_apis_chosen;
+struct refresh_choice refresh_choice;
+struct refresh_verdict refresh_verdict;
 
 int refresh_state = REFRESH_OFF;
 static uint64_t refresh_configured_interval_ns = SETTINGS_DEFAULT_INTERVAL_MS * 1000000ull;
-static uint32_t refresh_mode_flags;
+static bool refresh_relaxed;
 static bool refresh_force_fast;
 static int refresh_calls_until_retry;
-/* The processor's and the kernel's facts, as the refresh thread last saw them. */
-static struct cpu_facts refresh_facts;
+/* CLOCK_READ_BITS for readers, and how the sandwiches read the counter:
+ * ordered wherever the CPU allows it, whatever the readers' mode. */
+static uint32_t refresh_mode_flags;
+static struct cpu_reading refresh_sample_reading;
+/* Whether the kernel listed "tsc" among its clocksources at the start: if
+ * it drops it later, its watchdog found the TSC unstable. */
+static bool refresh_tsc_offered_at_start;
 static bool refresh_in_round;
 static bool refresh_realtime_known;
+static uint64_t refresh_started_ns;
 
 #define REFRESH_MASK_WORDS (CPU_MAX_CPUS / (8 * sizeof(unsigned long)))
-static unsigned long refresh_allowed_mask[REFRESH_MASK_WORDS];
+/* The CPUs to visit: online ones (or, where sysfs cannot say, those the
+ * thread could run on at the start). */
+static unsigned long refresh_start_mask[REFRESH_MASK_WORDS];
+/* Those the last round could pin to: where the thread runs between rounds. */
+static unsigned long refresh_usable_mask[REFRESH_MASK_WORDS];
 
 static uint64_t refresh_mono_ns(void)
 {
@@ -63,12 +79,11 @@ static void refresh_set_state(int state)
 				   __ATOMIC_RELEASE);
 }
 
-void refresh_configure(const struct settings *settings, const struct cpu_facts *facts)
+void refresh_configure(const struct settings *settings)
 {
 	refresh_configured_interval_ns = (uint64_t)settings->interval_ms * 1000000ull;
-	refresh_mode_flags = settings->relaxed && facts->rseq_registered ? CLOCK_MODE_RELAXED : 0;
+	refresh_relaxed = settings->relaxed;
 	refresh_force_fast = settings->force;
-	/* The processor and the kernel are judged by the thread when it starts. */
 	refresh_set_state(settings->disabled ? REFRESH_OFF : REFRESH_IDLE);
 }
 
@@ -91,11 +106,18 @@ static bool refresh_pin(uint32_t cpu)
 	return sched_setaffinity(0, sizeof one, (cpu_set_t *)one) == 0;
 }
 
-static bool refresh_is_allowed(uint32_t cpu)
+static bool refresh_mask_has(const unsigned long *mask, uint32_t cpu)
 {
 	const unsigned bits = 8 * sizeof(unsigned long);
 
-	return (refresh_allowed_mask[cpu / bits] >> (cpu % bits)) & 1;
+	return (mask[cpu / bits] >> (cpu % bits)) & 1;
+}
+
+/* Runs the thread anywhere among the CPUs the last round could pin to, so
+ * that its waiting and its measurements land on no one fixed CPU. */
+static void refresh_unpin(void)
+{
+	sched_setaffinity(0, sizeof refresh_usable_mask, (cpu_set_t *)refresh_usable_mask);
 }
 
 /* Takes sandwiches on the CPU this thread is pinned to; false when none was
@@ -106,16 +128,16 @@ static bool refresh_sample_cpu(uint32_t cpu, struct calib_sample *best, uint32_t
 	unsigned n = 0;
 
 	for (unsigned i = 0; i < REFRESH_SANDWICHES; i++) {
-		uint64_t before, after, tsc;
-		uint32_t aux;
+		uint64_t before, after;
+		struct cpu_stamp stamp;
 
 		before = refresh_mono_ns();
-		tsc = cpu_rdtscp(&aux);
+		stamp = cpu_read_stamp(refresh_sample_reading);
 		after = refresh_mono_ns();
-		if (cpu_from_tsc_aux(aux) != cpu || after < before)
+		if (stamp.cpu != cpu || after < before)
 			continue;
-		*node = cpu_node_from_tsc_aux(aux);
-		samples[n].tsc = tsc;
+		*node = stamp.node;
+		samples[n].tsc = stamp.tsc;
 		samples[n].width_ns = after - before;
 		samples[n].ns = before + samples[n].width_ns / 2;
 		n++;
@@ -160,8 +182,10 @@ static void refresh_one_cpu(uint32_t cpu, uint64_t next_interval_ns)
 		refresh_cpu_failed(cpu, state, now);
 		return;
 	}
+	state->previous_slope_mult = state->calib.slope_mult;
 	state->last_outcome = calib_cpu_update(&state->calib, &sample, next_interval_ns);
 	state->last_sample_mono_ns = sample.ns;
+	state->last_width_ns = sample.width_ns;
 	if (state->last_outcome == CALIB_REJECTED) {
 		refresh_cpu_failed(cpu, state, now);
 		debug_log("cpu %u: sample rejected (sandwich %llu ns)", cpu,
@@ -213,30 +237,54 @@ static void refresh_realtime_offset(void)
 	}
 }
 
+/* Whether a CPU's last round counts toward the clocksource's probation. */
+static bool refresh_cpu_steady(const struct refresh_cpu *c)
+{
+	return c->last_outcome == CALIB_CONTINUED &&
+	       evidence_cpu_steady(c->calib.last_error_ns, c->last_width_ns, c->previous_slope_mult,
+				   c->calib.slope_mult);
+}
+
 unsigned refresh_round(uint64_t next_interval_ns)
 {
 	const unsigned bits = 8 * sizeof(unsigned long);
-	uint32_t aux;
-	uint64_t round_start_tsc = cpu_rdtscp(&aux);
+	unsigned long visit[REFRESH_MASK_WORDS];
+	uint64_t round_start_tsc = cpu_read_stamp(refresh_sample_reading).tsc;
 	uint64_t mult = 0;
-	unsigned with_line = 0;
+	unsigned with_line = 0, usable = 0;
+	bool steady = true;
 
 	__atomic_store_n(&refresh_in_round, true, __ATOMIC_RELAXED);
 	refresh_realtime_offset();
+	if (!cpu_online_mask(visit, REFRESH_MASK_WORDS))
+		memcpy(visit, refresh_start_mask, sizeof visit);
+	memset(refresh_usable_mask, 0, sizeof refresh_usable_mask);
 	for (uint32_t cpu = 0; cpu < CPU_MAX_CPUS; cpu++) {
-		if (refresh_allowed_mask[cpu / bits] == 0) {
+		struct refresh_cpu *c = &refresh_cpus[cpu];
+
+		if (visit[cpu / bits] == 0) {
 			cpu += bits - 1;
 			continue;
 		}
-		if (!refresh_is_allowed(cpu))
+		if (!refresh_mask_has(visit, cpu))
 			continue;
-		refresh_cpus[cpu].allowed = true;
+		/* Outside this process's cpuset the kernel refuses the pin:
+		 * no thread of the process can run there either. */
+		c->allowed = refresh_pin(cpu);
+		if (!c->allowed)
+			continue;
+		refresh_usable_mask[cpu / bits] |= 1ul << (cpu % bits);
+		usable++;
 		refresh_one_cpu(cpu, next_interval_ns);
-		if (refresh_cpus[cpu].calib.line.mult != 0 && !refresh_cpus[cpu].dropped) {
+		if (c->calib.line.mult != 0 && !c->dropped) {
 			with_line++;
-			mult = refresh_cpus[cpu].calib.slope_mult;
+			mult = c->calib.slope_mult;
+			steady = steady && refresh_cpu_steady(c);
 		}
 	}
+	if (usable == 0)
+		memcpy(refresh_usable_mask, refresh_start_mask, sizeof refresh_usable_mask);
+	refresh_unpin();
 	/* Readers trust the lines until two intervals and a second from now;
 	 * after that (a stopped or starved thread) they answer with libc. */
 	if (with_line > 0) {
@@ -244,47 +292,166 @@ unsigned refresh_round(uint64_t next_interval_ns)
 		uint64_t window = calib_ticks_for_ns(mult, 2 * next_interval_ns + CLOCK_NS_PER_SEC);
 		table_set_validity(round_start_tsc - margin, window + margin);
 	}
+	refresh_verdict.steady_rounds =
+	    with_line > 0 && steady ? refresh_verdict.steady_rounds + 1 : 0;
+	refresh_choice.cpus_usable = usable;
 	__atomic_store_n(&refresh_in_round, false, __ATOMIC_RELAXED);
 	return with_line;
 }
 
 static bool refresh_read_affinity(void)
 {
-	memset(refresh_allowed_mask, 0, sizeof refresh_allowed_mask);
-	return sched_getaffinity(0, sizeof refresh_allowed_mask,
-				 (cpu_set_t *)refresh_allowed_mask) == 0;
+	memset(refresh_start_mask, 0, sizeof refresh_start_mask);
+	if (sched_getaffinity(0, sizeof refresh_start_mask, (cpu_set_t *)refresh_start_mask) != 0)
+		return false;
+	memcpy(refresh_usable_mask, refresh_start_mask, sizeof refresh_usable_mask);
+	return true;
 }
 
-static void refresh_choose_apis(void)
+/* The next CPU after the last choice's that has a line: the measurement
+ * needs one, and moves from CPU to CPU rather than load one. */
+static bool refresh_cpu_for_choice(uint32_t *cpu_out)
 {
-	uint32_t chosen = api_choice_measure(refresh_mode_flags, refresh_api_costs);
+	for (uint32_t i = 1; i <= CPU_MAX_CPUS; i++) {
+		uint32_t cpu = (refresh_choice.cpu + i) % CPU_MAX_CPUS;
+		const struct refresh_cpu *c = &refresh_cpus[cpu];
 
+		if (c->allowed && !c->dropped && c->calib.line.mult != 0) {
+			*cpu_out = cpu;
+			return true;
+		}
+	}
+	return false;
+}
+
+/* Whether the entry points should be measured (again): never yet, or more
+ * CPUs have lines than when they were (the first round that covers every
+ * CPU, a CPU that joined), or the last measurement was thrown away. */
+static bool refresh_choice_due(unsigned with_line)
+{
+	return !refresh_apis_chosen || with_line > refresh_choice.cpus_with_line;
+}
+
+/* Publishes what readers use: the chosen entry points while the lines are
+ * trusted, none (libc answers) while they are not. */
+static void refresh_publish_flags(void)
+{
+	uint32_t apis = refresh_verdict.trusted && refresh_apis_chosen ? refresh_choice.chosen : 0;
+
+	__atomic_store_n(
+	    &table_shared.api_flags,
+	    apis | refresh_mode_flags |
+		(__atomic_load_n(&table_shared.api_flags, __ATOMIC_RELAXED) & CLOCK_START_PENDING),
+	    __ATOMIC_RELEASE);
+}
+
+/* Measures each entry point against libc on a CPU that has a line, and
+ * chooses. A measurement in which any call fell back (the thread was on a
+ * CPU without a line, or the lines went stale) says nothing: it is thrown
+ * away, and the next round measures again. */
+static void refresh_choose_apis(unsigned round, unsigned with_line)
+{
+	struct api_cost costs[API_CHOICE_COUNT];
+	unsigned fallbacks = 0;
+	uint32_t cpu, chosen;
+
+	if (!refresh_cpu_for_choice(&cpu) || !refresh_pin(cpu))
+		return;
+	chosen = api_choice_measure(refresh_mode_flags, costs, &fallbacks);
+	refresh_unpin();
+	if (fallbacks > 0) {
+		refresh_choice.rejected++;
+		refresh_choice.cpu = cpu;
+		debug_log("entry points: measurement on cpu %u thrown away: %u calls fell back "
+			  "to libc; measuring again next round",
+			  cpu, fallbacks);
+		return;
+	}
 	if (refresh_force_fast)
 		chosen = CLOCK_API_ALL;
-
+	memcpy(refresh_api_costs, costs, sizeof costs);
+	refresh_choice.round = round;
+	refresh_choice.after_start_ns = refresh_mono_ns() - refresh_started_ns;
+	refresh_choice.cpu = cpu;
+	refresh_choice.cpus_with_line = with_line;
+	refresh_choice.chosen = chosen;
 	refresh_apis_chosen = true;
+	debug_log("entry points chosen after round %u, %.3f s after start, measured on cpu %u "
+		  "with lines on %u of %u CPUs",
+		  round, (double)refresh_choice.after_start_ns / 1e9, cpu, with_line,
+		  refresh_choice.cpus_usable);
 	for (unsigned a = 0; a < API_CHOICE_COUNT; a++)
 		debug_log("%s: libc %.1f ns, fasttime %.1f ns: %s", refresh_api_costs[a].name,
 			  refresh_api_costs[a].libc_ns, refresh_api_costs[a].fast_ns,
 			  (chosen & refresh_api_costs[a].flag) ? "fast" : "libc");
-	__atomic_store_n(&table_shared.api_flags, chosen | refresh_mode_flags, __ATOMIC_RELEASE);
 }
 
-/* Why the fast path cannot run, once the kernel has been asked too; NULL
- * when it can. Opens and closes two sysfs files. */
-static const char *refresh_check_kernel(void)
+/* After a round: the clocksource's verdict, the choice if it is due, and
+ * the flags readers see. */
+static void refresh_after_round(unsigned round, unsigned with_line)
 {
-	cpu_probe_instructions(&refresh_facts);
-	cpu_probe_kernel(&refresh_facts);
-	return cpu_unusable_reason(&refresh_facts);
+	bool trusted =
+	    evidence_trusted(refresh_verdict.facts.clocksource_kind, refresh_verdict.steady_rounds);
+
+	if (trusted != refresh_verdict.trusted)
+		debug_log(trusted
+			      ? "clocksource %s: the lines are trusted (%u steady rounds)"
+			      : "clocksource %s: the lines are not trusted yet (%u steady rounds)",
+			  refresh_verdict.facts.clocksource, refresh_verdict.steady_rounds);
+	refresh_verdict.trusted = trusted;
+	if (with_line > 0 && trusted && refresh_choice_due(with_line))
+		refresh_choose_apis(round, with_line);
+	refresh_publish_flags();
 }
 
-/* The same each round, kernel only: the processor's answers cannot change,
- * and under a hypervisor each CPUID is a VM exit. */
+/* Judges the processor and the kernel, and chooses the readings; returns
+ * why the fast path cannot run, or NULL. CPUID, and two sysfs files. */
+static const char *refresh_prepare(void)
+{
+	struct cpu_facts *facts = &refresh_verdict.facts;
+	const char *reason;
+
+	cpu_probe_instructions(facts);
+	cpu_probe_kernel(facts);
+	refresh_tsc_offered_at_start = facts->kernel_offers_tsc;
+	reason = cpu_unusable_reason(facts, false);
+	if (reason == NULL)
+		reason = cpu_choose_reading(facts, refresh_relaxed, &refresh_verdict.reading);
+	if (reason == NULL) {
+		refresh_mode_flags = clock_flags_for_reading(refresh_verdict.reading);
+		/* Sandwiches read the counter ordered where the CPU can;
+		 * relaxed mode on a CPU that cannot has only its own read. */
+		if (cpu_choose_reading(facts, false, &refresh_sample_reading) != NULL)
+			refresh_sample_reading = refresh_verdict.reading;
+		debug_log("reading the counter with %s, the CPU id from %s; clocksource %s: %s",
+			  cpu_counter_read_name(refresh_verdict.reading.counter),
+			  cpu_id_source_name(refresh_verdict.reading.cpu_id), facts->clocksource,
+			  evidence_describe(facts->clocksource_kind));
+	}
+	refresh_verdict.unusable = reason;
+	refresh_verdict.steady_rounds = 0;
+	refresh_verdict.trusted = false;
+	refresh_started_ns = refresh_mono_ns();
+	return reason;
+}
+
+/* The kernel again, each round: its watchdog may drop the TSC at any time
+ * (a VM migrated to a host whose TSC disagrees), and the clocksource may
+ * change. The processor's answers cannot change, and under a hypervisor
+ * each CPUID is a VM exit. */
 static const char *refresh_recheck_kernel(void)
 {
-	cpu_probe_kernel(&refresh_facts);
-	return cpu_unusable_reason(&refresh_facts);
+	struct cpu_facts *facts = &refresh_verdict.facts;
+	enum cpu_clocksource_kind before = facts->clocksource_kind;
+
+	cpu_probe_kernel(facts);
+	if (facts->clocksource_kind != before) {
+		debug_log("clocksource now %s: %s", facts->clocksource,
+			  evidence_describe(facts->clocksource_kind));
+		refresh_verdict.steady_rounds = 0;
+	}
+	return cpu_unusable_reason(facts,
+				   refresh_tsc_offered_at_start && !facts->kernel_offers_tsc);
 }
 
 static void refresh_sleep_until(uint64_t deadline_ns)
@@ -347,7 +514,7 @@ static void *refresh_main(void *unused)
 	 * in /proc from the caller's thread, which must not see a descriptor. */
 	prctl(PR_SET_NAME, "fasttime", 0, 0, 0);
 	libc_resolve();
-	reason = refresh_check_kernel();
+	reason = refresh_prepare();
 
 	if (reason != NULL || !refresh_read_affinity()) {
 		debug_log("not starting: %s", reason != NULL ? reason : "no CPU affinity");
@@ -360,18 +527,16 @@ static void *refresh_main(void *unused)
 		uint64_t start = refresh_mono_ns();
 		uint64_t next = refresh_interval_after(round, refresh_configured_interval_ns);
 
-		/* The kernel's watchdog may drop the TSC at any time (a VM
-		 * migrated to a host whose TSC disagrees): from then on libc. */
 		reason = round == 0 ? NULL : refresh_recheck_kernel();
 		if (reason != NULL) {
 			__atomic_store_n(&table_shared.api_flags, 0, __ATOMIC_RELEASE);
 			table_set_validity(0, 0);
+			refresh_verdict.unusable = reason;
 			debug_log("answering with libc from now on: %s", reason);
 			refresh_set_state(REFRESH_OFF);
 			return NULL;
 		}
-		if (refresh_round(next) > 0 && !refresh_apis_chosen)
-			refresh_choose_apis();
+		refresh_after_round(round, refresh_round(next));
 		refresh_wait(start + next);
 	}
 	return NULL;
@@ -469,23 +634,23 @@ void refresh_after_fork_in_child(void)
 bool refresh_calibrate_now(void)
 {
 	unsigned long saved[REFRESH_MASK_WORDS];
-	unsigned allowed = 0, with_line = 0;
+	unsigned with_line = 0;
 
-	if (refresh_check_kernel() != NULL || !refresh_read_affinity())
+	memset(&refresh_choice, 0, sizeof refresh_choice);
+	refresh_apis_chosen = false;
+	if (refresh_prepare() != NULL || !refresh_read_affinity())
 		return false;
-	memcpy(saved, refresh_allowed_mask, sizeof saved);
-	for (uint32_t cpu = 0; cpu < CPU_MAX_CPUS; cpu++)
-		allowed += refresh_is_allowed(cpu);
-	for (unsigned round = 0; round < 6 && with_line < allowed; round++) {
+	memcpy(saved, refresh_start_mask, sizeof saved);
+	for (unsigned round = 0; round < 8; round++) {
 		uint64_t start = refresh_mono_ns();
 		uint64_t next = refresh_interval_after(round, refresh_configured_interval_ns);
 
 		with_line = refresh_round(next);
-		if (with_line < allowed)
-			refresh_sleep_until(start + next);
+		refresh_after_round(round, with_line);
+		if (with_line == refresh_choice.cpus_usable && refresh_apis_chosen)
+			break;
+		refresh_sleep_until(start + next);
 	}
-	if (with_line > 0)
-		refresh_choose_apis();
 	sched_setaffinity(0, sizeof saved, (cpu_set_t *)saved);
 	return with_line > 0;
 }

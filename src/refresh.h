@@ -9,6 +9,7 @@
 #include "api_choice.h"
 #include "calib.h"
 #include "cpu.h"
+#include "evidence.h"
 #include "settings.h"
 
 /* A CPU whose calibration keeps failing this long answers with libc. */
@@ -28,12 +29,14 @@
 
 /* What the refresh thread knows about one CPU, also shown by fasttime --info. */
 struct refresh_cpu {
-	bool allowed; /* in the process's affinity mask */
+	bool allowed; /* online, and the refresh thread could run there last round */
 	bool dropped; /* failed too long: answering with libc */
 	struct calib_cpu calib;
 	enum calib_outcome last_outcome;
 	uint64_t last_sample_mono_ns;
-	uint64_t failing_since_ns; /* 0 while it succeeds */
+	uint64_t last_width_ns;	      /* the last sample's sandwich */
+	uint64_t previous_slope_mult; /* the slope before the last round */
+	uint64_t failing_since_ns;    /* 0 while it succeeds */
 	uint32_t node;
 };
 
@@ -42,9 +45,32 @@ extern struct refresh_cpu refresh_cpus[CPU_MAX_CPUS];
 extern struct api_cost refresh_api_costs[API_CHOICE_COUNT];
 extern bool refresh_apis_chosen;
 
-/* Records the settings and whether rseq is registered; cheap, called by the
- * constructor. */
-void refresh_configure(const struct settings *settings, const struct cpu_facts *facts);
+/* When and on what the entry points were last chosen, for --info and the
+ * debug lines. */
+struct refresh_choice {
+	unsigned round;		 /* the refresh round after which it was made */
+	uint64_t after_start_ns; /* since the refresh thread (or --info) started */
+	uint32_t cpu;		 /* the CPU it was measured on, which had a line */
+	unsigned cpus_with_line; /* of cpus_usable, at the time */
+	unsigned cpus_usable;
+	unsigned rejected; /* measurements thrown away: a call fell back */
+	uint32_t chosen;   /* the CLOCK_API_* bits chosen */
+};
+extern struct refresh_choice refresh_choice;
+
+/* What the refresh thread decided about this machine, for --info. */
+struct refresh_verdict {
+	struct cpu_facts facts;	    /* as last probed */
+	struct cpu_reading reading; /* how readers read the counter and CPU id */
+	const char *unusable;	    /* why the fast path cannot run; NULL if it can */
+	unsigned steady_rounds;	    /* in a row, for the clocksource's probation */
+	bool trusted;		    /* the lines may answer (evidence.h) */
+};
+extern struct refresh_verdict refresh_verdict;
+
+/* Records the settings; cheap, called by the constructor. The processor
+ * and the kernel are judged by the refresh thread when it starts. */
+void refresh_configure(const struct settings *settings);
 enum refresh_state {
 	REFRESH_IDLE,	  /* no thread yet: the next time call starts one */
 	REFRESH_STARTING, /* one caller is creating it */
@@ -65,12 +91,14 @@ static inline void refresh_ensure_started(void)
 /* In a fork child: the thread is gone; the next slow call starts another. */
 void refresh_after_fork_in_child(void);
 
-/* One pass over the allowed CPUs, in the calling thread (the tools call it
- * directly). Returns the number of CPUs that have a line. */
+/* One pass over the online CPUs this thread can run on, in the calling
+ * thread (the tools call it directly). Returns the number of CPUs that have
+ * a line. */
 unsigned refresh_round(uint64_t next_interval_ns);
-/* Calibrates synchronously in the calling thread until every allowed CPU has
- * a line, then chooses the entry points; restores the thread's affinity.
- * Returns false when the fast path cannot run here. */
+/* Calibrates synchronously in the calling thread until every usable CPU has
+ * a line and the lines are trusted, then chooses the entry points; restores
+ * the thread's affinity. Returns false when the fast path cannot run here
+ * (refresh_verdict.unusable says why). */
 bool refresh_calibrate_now(void);
 /* The interval after round number round (0-based). */
 uint64_t refresh_interval_after(unsigned round, uint64_t configured_ns);

@@ -5,6 +5,8 @@
  * constructor, possibly before malloc is usable). */
 #include "settings.h"
 
+#include "cpu.h"
+
 #include <stdio.h>
 #include <string.h>
 
@@ -76,6 +78,60 @@ bool settings_parse_range(const char *value, uint32_t min, uint32_t max, uint32_
 	return true;
 }
 
+uint32_t settings_parse_hwcaps(const char *value, const char **bad, size_t *bad_len)
+{
+	uint32_t hidden = 0;
+	const char *item = value;
+
+	*bad = NULL;
+	*bad_len = 0;
+	while (*item != '\0') {
+		size_t len = strcspn(item, ",");
+		bool known = false;
+
+		for (unsigned bit = 0; len > 1 && item[0] == '-' && cpu_hwcap_names[bit] != NULL;
+		     bit++) {
+			if (strlen(cpu_hwcap_names[bit]) == len - 1 &&
+			    strncmp(item + 1, cpu_hwcap_names[bit], len - 1) == 0) {
+				hidden |= 1u << bit;
+				known = true;
+			}
+		}
+		if (!known && *bad == NULL) {
+			*bad = item;
+			*bad_len = len;
+		}
+		item += len;
+		if (*item == ',')
+			item++;
+	}
+	return hidden;
+}
+
+/* One warning line for the first item of FASTTIME_HWCAPS it cannot use; the
+ * items it knows still apply. */
+static uint32_t settings_hwcaps(settings_lookup_fn lookup, settings_warn_fn warn)
+{
+	const char *value = lookup("FASTTIME_HWCAPS"), *bad;
+	char item[48], expected[160] = "a comma-separated list of";
+	size_t bad_len;
+	uint32_t hidden;
+
+	if (value == NULL)
+		return 0;
+	hidden = settings_parse_hwcaps(value, &bad, &bad_len);
+	if (bad == NULL)
+		return hidden;
+	snprintf(item, sizeof item, "%.*s", (int)(bad_len < 40 ? bad_len : 40), bad);
+	for (unsigned bit = 0; cpu_hwcap_names[bit] != NULL; bit++) {
+		size_t used = strlen(expected);
+		snprintf(expected + used, sizeof expected - used, "%s -%s", bit == 0 ? "" : ",",
+			 cpu_hwcap_names[bit]);
+	}
+	settings_warn_value(warn, "FASTTIME_HWCAPS", item, expected, "the others");
+	return hidden;
+}
+
 void settings_load(struct settings *settings, settings_lookup_fn lookup, settings_warn_fn warn)
 {
 	const char *mode, *interval;
@@ -83,6 +139,7 @@ void settings_load(struct settings *settings, settings_lookup_fn lookup, setting
 	settings->disabled = settings_bool(lookup, warn, "FASTTIME_DISABLE");
 	settings->debug = settings_bool(lookup, warn, "FASTTIME_DEBUG");
 	settings->force = settings_bool(lookup, warn, "FASTTIME_FORCE");
+	settings->hidden_hwcaps = settings_hwcaps(lookup, warn);
 
 	settings->relaxed = false;
 	mode = lookup("FASTTIME_MODE");

@@ -3,6 +3,7 @@
 #define FASTTIME_SETTINGS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #define SETTINGS_DEFAULT_INTERVAL_MS 5000u
@@ -10,11 +11,12 @@
 #define SETTINGS_MAX_INTERVAL_MS     3600000u
 
 struct settings {
-	bool disabled;	      /* FASTTIME_DISABLE: pure pass-through */
-	bool relaxed;	      /* FASTTIME_MODE=relaxed */
-	bool debug;	      /* FASTTIME_DEBUG: calibration events on stderr */
-	bool force;	      /* FASTTIME_FORCE: the TSC even where libc measured faster */
-	uint32_t interval_ms; /* FASTTIME_INTERVAL_MS */
+	bool disabled;		/* FASTTIME_DISABLE: pure pass-through */
+	bool relaxed;		/* FASTTIME_MODE=relaxed */
+	bool debug;		/* FASTTIME_DEBUG: calibration events on stderr */
+	bool force;		/* FASTTIME_FORCE: the TSC even where libc measured faster */
+	uint32_t interval_ms;	/* FASTTIME_INTERVAL_MS */
+	uint32_t hidden_hwcaps; /* FASTTIME_HWCAPS: CPU_HWCAP_* bits treated as absent */
 };
 
 /* Looks up one variable; secure_getenv in the library, a table in tests. */
@@ -25,6 +27,10 @@ typedef void (*settings_warn_fn)(const char *line);
 /* A decimal integer in [min, max], digits only: the library's rule for
  * numbers, shared with the fasttime command's options. */
 bool settings_parse_range(const char *value, uint32_t min, uint32_t max, uint32_t *out);
+
+/* Parses a FASTTIME_HWCAPS value ("-rdtscp,-rseq"): the bits of the names
+ * it knows; *bad is the first item it cannot use (NULL when none). */
+uint32_t settings_parse_hwcaps(const char *value, const char **bad, size_t *bad_len);
 
 /* Fills settings from lookup; each value it cannot use gets one warning line
  * and its default. */

@@ -66,7 +66,7 @@ struct tool_check_pair {
 	unsigned trips;	      /* completed round trips */
 	bool stalled;	      /* B stopped answering */
 	uint64_t *t1, *t2, *t3;
-	uint32_t *aux1, *aux2, *aux3;
+	uint32_t *aux1, *aux2, *aux3; /* the CPU each read was taken on */
 };
 
 /* What one pair's round trips say about B's offset. */
@@ -86,20 +86,27 @@ static uint64_t tool_check_now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* Reads the counter after every earlier load has completed (rdtscp waits
- * for them) and before any later instruction starts (the lfence): so the
- * read falls after the message that was seen and before the one that is
- * sent. C11 fences order memory only, not the counter; this is the fence
- * that orders the counter. */
-static inline uint64_t tool_check_tsc(uint32_t *aux)
+/* How the counter and the CPU id are read: rdtscp where the CPU advertises
+ * it, else lfence; rdtsc with the CPU id read before and after (the rule the
+ * library follows: TSC_AUX is never read unless rdtscp is advertised). */
+static struct cpu_reading tool_check_reading;
+
+/* Reads the counter after every earlier load has completed (rdtscp, or the
+ * lfence before rdtsc, waits for them) and before any later instruction
+ * starts (the lfence after it): so the read falls after the message that
+ * was seen and before the one that is sent. C11 fences order memory only,
+ * not the counter; these are the fences that order the counter. *cpu is
+ * where it was read, CPU_MAX_CPUS or more when that cannot be told. */
+static inline uint64_t tool_check_tsc(uint32_t *cpu)
 {
-	uint64_t tsc;
+	struct cpu_stamp stamp;
 
 	/* Nor may the compiler move the read above the wait before it. */
 	__asm__ volatile("" ::: "memory");
-	tsc = cpu_rdtscp(aux);
+	stamp = cpu_read_stamp(tool_check_reading);
 	__asm__ volatile("lfence" ::: "memory");
-	return tsc;
+	*cpu = stamp.cpu;
+	return stamp.tsc;
 }
 
 unsigned tool_check_allowed_cpus(uint32_t *cpus, unsigned max)
@@ -231,7 +238,7 @@ static int tool_check_run_pair(struct tool_check_pair *pair)
 }
 
 /* Intersects the bounds of every round trip whose three reads ran where
- * they should (TSC_AUX names the CPU: pinning is trusted, then verified). */
+ * they should (pinning alone proves nothing: each read names its CPU). */
 static void tool_check_analyse(const struct tool_check_pair *pair, struct tool_check_result *r)
 {
 	r->used = 0;
@@ -243,9 +250,8 @@ static void tool_check_analyse(const struct tool_check_pair *pair, struct tool_c
 		int64_t upper = (int64_t)(pair->t2[i] - pair->t1[i]);
 		int64_t lower = (int64_t)(pair->t2[i] - pair->t3[i]);
 
-		if (cpu_from_tsc_aux(pair->aux1[i]) != pair->reference ||
-		    cpu_from_tsc_aux(pair->aux3[i]) != pair->reference ||
-		    cpu_from_tsc_aux(pair->aux2[i]) != pair->cpu)
+		if (pair->aux1[i] != pair->reference || pair->aux3[i] != pair->reference ||
+		    pair->aux2[i] != pair->cpu)
 			continue;
 		r->used++;
 		if (upper < r->high)
@@ -333,8 +339,9 @@ int tool_check_run(void)
 	double ns_per_tick;
 
 	cpu_probe_instructions(&facts);
-	if (!facts.has_rdtscp) {
-		printf("result: cannot check: the CPU has no rdtscp instruction\n");
+	if (cpu_choose_reading(&facts, false, &tool_check_reading) != NULL) {
+		printf("result: cannot check: %s\n",
+		       cpu_choose_reading(&facts, false, &tool_check_reading));
 		return 1;
 	}
 	n = tool_check_allowed_cpus(cpus, CPU_MAX_CPUS);
@@ -344,9 +351,12 @@ int tool_check_run(void)
 	}
 	ns_per_tick = tool_check_ns_per_tick();
 	printf("fasttime --check: each CPU's time-stamp counter against CPU %" PRIu32 "'s\n"
-	       "(counter at %.3f GHz; the offset lies between t2 - t3 and t2 - t1 for every\n"
-	       "round trip t1 -> t2 -> t3 through a shared cache line)\n\n",
-	       cpus[0], ns_per_tick > 0 ? 1.0 / ns_per_tick : 0.0);
+	       "(counter at %.3f GHz, read with %s, CPU id from %s;\n"
+	       "the offset lies between t2 - t3 and t2 - t1 for every round trip\n"
+	       "t1 -> t2 -> t3 through a shared cache line)\n\n",
+	       cpus[0], ns_per_tick > 0 ? 1.0 / ns_per_tick : 0.0,
+	       cpu_counter_read_name(tool_check_reading.counter),
+	       cpu_id_source_name(tool_check_reading.cpu_id));
 	printf("%5s %7s  %-24s %-22s %10s %9s\n", "cpu", "trips", "offset ticks", "offset ns",
 	       "best rt ns", "backward");
 	printf("%5" PRIu32 " %7s  %s\n", cpus[0], "-", "reference");

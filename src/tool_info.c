@@ -13,6 +13,7 @@
 #include "calib.h"
 #include "clock.h"
 #include "cpu.h"
+#include "evidence.h"
 #include "libc.h"
 #include "refresh.h"
 #include "table.h"
@@ -39,10 +40,24 @@ static uint64_t tool_info_mono_ns(void)
 	return (uint64_t)ts.tv_sec * CLOCK_NS_PER_SEC + (uint64_t)ts.tv_nsec;
 }
 
-/* The library fasttime would preload, and the processor and kernel facts. */
+/* The names FASTTIME_HWCAPS hid, as a comma-separated list. */
+static void tool_info_hidden_names(uint32_t hidden, char *out, size_t size)
+{
+	out[0] = '\0';
+	for (unsigned bit = 0; cpu_hwcap_names[bit] != NULL; bit++) {
+		size_t used = strlen(out);
+		if (hidden & (1u << bit))
+			snprintf(out + used, size - used, "%s%s", used > 0 ? ", " : "",
+				 cpu_hwcap_names[bit]);
+	}
+}
+
+/* The library fasttime would preload, and the processor and kernel facts,
+ * as the library sees them (FASTTIME_HWCAPS applied). */
 static void tool_info_print_facts(const struct cpu_facts *facts)
 {
 	struct tool_run_library library;
+	char hidden[128];
 
 	tool_run_find_library(&library);
 	printf("fasttime %s\n\n", PACKAGE_VERSION);
@@ -52,34 +67,46 @@ static void tool_info_print_facts(const struct cpu_facts *facts)
 		printf("library       not usable: %s\n", library.problem);
 	printf("cpu           %s (%s)\n", facts->brand[0] != '\0' ? facts->brand : "unknown",
 	       facts->vendor[0] != '\0' ? facts->vendor : "unknown vendor");
-	printf("flags         invariant TSC %s, rdtscp %s, AVX %s, cmpxchg16b %s, "
-	       "rseq registered %s\n",
+	printf("flags         invariant TSC %s, rdtscp %s, lfence serializing %s, AVX %s, "
+	       "cmpxchg16b %s, rseq registered %s\n",
 	       tool_info_yes(facts->invariant_tsc), tool_info_yes(facts->has_rdtscp),
-	       tool_info_yes(facts->has_avx), tool_info_yes(facts->has_cmpxchg16b),
-	       tool_info_yes(facts->rseq_registered));
-	printf("clocksource   %s (tsc available to the kernel: %s)\n", facts->clocksource,
-	       tool_info_yes(facts->kernel_uses_tsc));
+	       tool_info_yes(facts->lfence_serializing), tool_info_yes(facts->has_avx),
+	       tool_info_yes(facts->has_cmpxchg16b), tool_info_yes(facts->rseq_registered));
+	tool_info_hidden_names(facts->hidden, hidden, sizeof hidden);
+	if (hidden[0] != '\0')
+		printf("hidden        by FASTTIME_HWCAPS: %s\n", hidden);
+	printf("clocksource   %s: %s (tsc offered by the kernel: %s)\n", facts->clocksource,
+	       evidence_describe(facts->clocksource_kind), tool_info_yes(facts->kernel_offers_tsc));
+}
+
+/* How the configured mode reads the counter and the CPU id here. */
+static void tool_info_print_reading(const char *mode, const struct cpu_facts *facts, bool relaxed)
+{
+	struct cpu_reading reading;
+	const char *why = cpu_choose_reading(facts, relaxed, &reading);
+
+	if (why != NULL)
+		printf("%-13s cannot read here: %s\n", mode, why);
+	else
+		printf("%-13s counter %s, CPU id from %s\n", mode,
+		       cpu_counter_read_name(reading.counter), cpu_id_source_name(reading.cpu_id));
 }
 
 /* The settings the library would run with, as the environment and the
  * options make them. */
 static void tool_info_print_settings(const struct settings *settings, const struct cpu_facts *facts)
 {
-	if (!settings->relaxed)
-		printf("mode          ordered (rdtscp)\n");
-	else if (facts->rseq_registered)
-		printf("mode          relaxed (rdtsc, CPU id from rseq)\n");
-	else
-		printf("mode          relaxed asked for, but glibc has not registered rseq: "
-		       "reads use rdtscp as in ordered mode\n");
+	printf("mode          %s\n", settings->relaxed ? "relaxed" : "ordered");
+	tool_info_print_reading("reading", facts, settings->relaxed);
 	printf("interval      %" PRIu32 " ms\n", settings->interval_ms);
 	if (settings->disabled)
 		printf("disabled      FASTTIME_DISABLE is set: every call would be answered "
 		       "by libc\n");
 }
 
-/* One line per CPU this process may run on: its line, its rate, how fresh
- * and how good its calibration is. */
+/* One line per CPU the library would calibrate (every online CPU this
+ * process may run on, whatever the caller's own affinity): its line, its
+ * rate, how fresh and how good its calibration is. */
 static void tool_info_print_cpus(const uint32_t *cpus, unsigned n, bool calibrated)
 {
 	uint64_t now_ns = tool_info_mono_ns(), tsc = cpu_rdtsc();
@@ -133,10 +160,11 @@ static void tool_info_print_cpus(const uint32_t *cpus, unsigned n, bool calibrat
 }
 
 /* Which entry points the library would answer from the counter, from the
- * measurement it made when choosing, in the configured mode. */
+ * measurement it made when choosing, in the configured mode; when and on
+ * what that measurement was made. */
 static void tool_info_print_choice(bool relaxed, bool disabled)
 {
-	uint32_t chosen = __atomic_load_n(&table_shared.api_flags, __ATOMIC_RELAXED);
+	uint32_t chosen = refresh_choice.chosen;
 
 	printf("\nentry points in %s mode, as the library would choose them%s (ns per call)\n",
 	       relaxed ? "relaxed" : "ordered", disabled ? " without FASTTIME_DISABLE" : "");
@@ -144,6 +172,11 @@ static void tool_info_print_choice(bool relaxed, bool disabled)
 		printf("  not measured: every call would be answered by libc\n");
 		return;
 	}
+	printf("  chosen after round %u, %.3f s after calibration started, measured on cpu %" PRIu32
+	       " with lines on %u of %u CPUs%s\n",
+	       refresh_choice.round, (double)refresh_choice.after_start_ns / 1e9,
+	       refresh_choice.cpu, refresh_choice.cpus_with_line, refresh_choice.cpus_usable,
+	       refresh_choice.rejected > 0 ? " (after measurements thrown away)" : "");
 	printf("  %-32s %7s %8s  %s\n", "entry point", "libc", "fasttime", "answered by");
 	for (unsigned a = 0; a < API_CHOICE_COUNT; a++) {
 		const struct api_cost *cost = &refresh_api_costs[a];
@@ -167,34 +200,82 @@ static void tool_info_keep_best(struct api_cost best[API_CHOICE_COUNT],
 	}
 }
 
+/* The CLOCK_READ_BITS of a mode here; false where it cannot read. */
+static bool tool_info_mode_flags(const struct cpu_facts *facts, bool relaxed, uint32_t *flags)
+{
+	struct cpu_reading reading;
+
+	if (cpu_choose_reading(facts, relaxed, &reading) != NULL)
+		return false;
+	*flags = clock_flags_for_reading(reading);
+	return true;
+}
+
 /* Each entry point's cost from libc and from the counter in both modes,
  * measured now; the best of a few alternating measurements, as a shared
  * machine's noise only ever adds. */
-static void tool_info_print_costs(bool rseq_registered)
+static void tool_info_print_costs(const struct cpu_facts *facts)
 {
 	struct api_cost ordered[API_CHOICE_COUNT], relaxed[API_CHOICE_COUNT];
 	struct api_cost costs[API_CHOICE_COUNT];
+	uint32_t ordered_flags = 0, relaxed_flags = 0;
+	bool can_order = tool_info_mode_flags(facts, false, &ordered_flags);
+	unsigned fallbacks = 0, calls_fell_back = 0;
 
+	tool_info_mode_flags(facts, true, &relaxed_flags);
 	memset(ordered, 0, sizeof ordered);
 	memset(relaxed, 0, sizeof relaxed);
 	for (unsigned round = 0; round < TOOL_INFO_COST_ROUNDS; round++) {
+		if (can_order) {
+			memset(costs, 0, sizeof costs);
+			api_choice_measure(ordered_flags, costs, &fallbacks);
+			calls_fell_back += fallbacks;
+			tool_info_keep_best(ordered, costs);
+		}
 		memset(costs, 0, sizeof costs);
-		api_choice_measure(0, costs);
-		tool_info_keep_best(ordered, costs);
-		memset(costs, 0, sizeof costs);
-		api_choice_measure(CLOCK_MODE_RELAXED, costs);
+		api_choice_measure(relaxed_flags, costs, &fallbacks);
+		calls_fell_back += fallbacks;
 		tool_info_keep_best(relaxed, costs);
 	}
-	printf("\ncost on this machine, ns per call (best of %u measurements, just now)%s\n",
-	       TOOL_INFO_COST_ROUNDS,
-	       rseq_registered ? "" : "\n(no rseq: relaxed reads fall back to rdtscp)");
+	printf("\ncost on this machine, ns per call (best of %u measurements, just now)\n",
+	       TOOL_INFO_COST_ROUNDS);
+	if (calls_fell_back > 0)
+		printf("(%u calls could not read the counter and went to libc: the figures may "
+		       "be libc's)\n",
+		       calls_fell_back);
 	printf("  %-32s %7s %8s %8s\n", "entry point", "libc", "ordered", "relaxed");
 	for (unsigned a = 0; a < API_CHOICE_COUNT; a++) {
-		double libc_ns = ordered[a].libc_ns < relaxed[a].libc_ns ? ordered[a].libc_ns
-									 : relaxed[a].libc_ns;
-		printf("  %-32s %7.1f %8.1f %8.1f\n", ordered[a].name, libc_ns, ordered[a].fast_ns,
+		double libc_ns = relaxed[a].libc_ns;
+		char ordered_ns[16] = "-";
+
+		if (can_order) {
+			if (ordered[a].libc_ns < libc_ns)
+				libc_ns = ordered[a].libc_ns;
+			snprintf(ordered_ns, sizeof ordered_ns, "%.1f", ordered[a].fast_ns);
+		}
+		printf("  %-32s %7.1f %8s %8.1f\n", relaxed[a].name, libc_ns, ordered_ns,
 		       relaxed[a].fast_ns);
 	}
+}
+
+/* The CPUs the engine visited (online, and its thread could run there);
+ * where it did not run, the online ones. */
+static unsigned tool_info_cpus(uint32_t *cpus, bool visited)
+{
+	static unsigned long online[CPU_MAX_CPUS / (8 * sizeof(unsigned long))];
+	const unsigned bits = 8 * sizeof(unsigned long);
+	unsigned n = 0;
+	bool have_online = cpu_online_mask(online, CPU_MAX_CPUS / bits);
+
+	for (uint32_t cpu = 0; cpu < CPU_MAX_CPUS; cpu++) {
+		bool shown = visited ? refresh_cpus[cpu].allowed
+				     : have_online && ((online[cpu / bits] >> (cpu % bits)) & 1);
+		if (shown)
+			cpus[n++] = cpu;
+	}
+	if (n == 0)
+		n = tool_check_allowed_cpus(cpus, CPU_MAX_CPUS);
+	return n;
 }
 
 int tool_info_run(const struct settings *settings)
@@ -203,35 +284,35 @@ int tool_info_run(const struct settings *settings)
 	struct settings engine = *settings;
 	struct cpu_facts facts;
 	const char *reason;
-	bool calibrated = false;
+	bool calibrated;
 	unsigned n;
 
 	cpu_probe_instructions(&facts);
 	cpu_probe_kernel(&facts);
-	reason = cpu_unusable_reason(&facts);
-	n = tool_check_allowed_cpus(cpus, CPU_MAX_CPUS);
 	tool_info_print_facts(&facts);
 	tool_info_print_settings(settings, &facts);
 	fflush(stdout);
-	if (reason == NULL) {
-		/* Calibrate even when FASTTIME_DISABLE is set: the facts are
-		 * what was asked for. */
-		engine.disabled = false;
-		libc_resolve();
-		refresh_configure(&engine, &facts);
-		calibrated = refresh_calibrate_now();
-		if (!calibrated)
-			reason = "calibration gave no CPU a line";
-	}
+	/* Calibrate even when FASTTIME_DISABLE is set: the facts are what was
+	 * asked for. */
+	engine.disabled = false;
+	libc_resolve();
+	refresh_configure(&engine);
+	calibrated = refresh_calibrate_now();
+	reason = refresh_verdict.unusable;
+	if (reason == NULL && !calibrated)
+		reason = "calibration gave no CPU a line";
+	if (reason == NULL && !refresh_verdict.trusted)
+		reason = "the lines did not pass their own checks against the kernel's clock";
 	if (reason == NULL)
 		printf("fast path     can run here\n");
 	else
 		printf("fast path     cannot run here: %s; every call would be answered by libc\n",
 		       reason);
+	n = tool_info_cpus(cpus, refresh_verdict.unusable == NULL);
 	tool_info_print_cpus(cpus, n, calibrated);
 	if (!calibrated)
 		return 0;
-	tool_info_print_choice(settings->relaxed && facts.rseq_registered, settings->disabled);
-	tool_info_print_costs(facts.rseq_registered);
+	tool_info_print_choice(settings->relaxed, settings->disabled);
+	tool_info_print_costs(&facts);
 	return 0;
 }

@@ -3,7 +3,8 @@
 
 #include "integ.h"
 
-#include <cpuid.h>
+#include "machine.h"
+
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -109,44 +110,12 @@ void integ_load_libc(void)
 
 void integ_require_tsc(void)
 {
-	unsigned a, b, c, d;
-	unsigned max_extended = __get_cpuid_max(0x80000000u, NULL);
-	bool invariant = false, rdtscp = false, avx = false, cx16 = false;
+	const char *reason = test_machine_unusable();
 
-	if (__get_cpuid(1, &a, &b, &c, &d)) {
-		cx16 = (c >> 13) & 1;
-		avx = (c >> 28) & 1;
-	}
-	if (max_extended >= 0x80000007u && __get_cpuid(0x80000007u, &a, &b, &c, &d))
-		invariant = (d >> 8) & 1;
-	if (max_extended >= 0x80000001u && __get_cpuid(0x80000001u, &a, &b, &c, &d))
-		rdtscp = (d >> 27) & 1;
-	if (!invariant || !rdtscp || !avx || !cx16) {
-		printf("SKIP: the CPU lacks%s%s%s%s: the library answers with libc here\n",
-		       invariant ? "" : " invariant-TSC", rdtscp ? "" : " rdtscp",
-		       avx ? "" : " AVX", cx16 ? "" : " cmpxchg16b");
+	if (reason != NULL) {
+		printf("SKIP: %s: the library answers with libc here\n", reason);
 		exit(INTEG_SKIP);
 	}
-}
-
-bool integ_kernel_offers_tsc(void)
-{
-	char list[512];
-	int fd = open("/sys/devices/system/clocksource/clocksource0/available_clocksource",
-		      O_RDONLY | O_CLOEXEC);
-	ssize_t n;
-
-	if (fd < 0)
-		return true;
-	n = read(fd, list, sizeof list - 1);
-	close(fd);
-	if (n <= 0)
-		return true;
-	list[n] = '\0';
-	for (char *word = strtok(list, " \n"); word != NULL; word = strtok(NULL, " \n"))
-		if (strcmp(word, "tsc") == 0)
-			return true;
-	return false;
 }
 
 bool integ_env_true(const char *name)

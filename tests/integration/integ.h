@@ -51,12 +51,9 @@ extern const char *const integ_api_names[INTEG_API_COUNT];
 void integ_require_preload(void);
 /* Fills integ_libc from the already loaded libc.so.6; INTEG_ERROR if not. */
 void integ_load_libc(void);
-/* Exits with INTEG_SKIP unless the CPU has what the fast path needs:
- * invariant TSC, rdtscp, cmpxchg16b and AVX. */
+/* Exits with INTEG_SKIP where the library answers with libc by its own
+ * rule (tests/common/machine.h), under this process's settings. */
 void integ_require_tsc(void);
-/* Whether the kernel still offers the TSC as a clocksource (else the refresh
- * thread stops at once); true when the file cannot be read. */
-bool integ_kernel_offers_tsc(void);
 
 /* A FASTTIME_* boolean as the library reads it ("1", "yes", "true", "on"). */
 bool integ_env_true(const char *name);

@@ -236,11 +236,6 @@ int main(int argc, char **argv)
 	integ_load_libc();
 	if (!disabled)
 		integ_require_tsc();
-	if (!disabled && !integ_kernel_offers_tsc()) {
-		printf(
-		    "SKIP: the kernel does not offer the TSC: the refresh thread stops at once\n");
-		return INTEG_SKIP;
-	}
 	printf("mode: %s%s\n", disabled ? "disabled" : "default",
 	       no_fd ? ", first call with no descriptor to spare" : "");
 	printf("at main(): %u thread(s), %u descriptor(s)\n", threads_at_entry, at_entry.count);

@@ -3,7 +3,8 @@
 
 #include "life.h"
 
-#include <cpuid.h>
+#include "machine.h"
+
 #include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
@@ -63,30 +64,15 @@ void life_skip(const char *format, ...)
 	exit(LIFE_EXIT_SKIP);
 }
 
-/* The library answers with libc on CPUs without these, and then there is
- * nothing of its own to test: skip rather than pass on libc's merits. */
+/* Where the library answers with libc (the CPU lacks what the fast path
+ * needs, or FASTTIME_HWCAPS hides it), there is nothing of its own to test:
+ * skip rather than pass on libc's merits. */
 static void life_require_cpu(void)
 {
-	unsigned a, b, c, d;
-	char list[256] = "";
-	int fd;
+	const char *reason = test_machine_unusable();
 
-	if (__get_cpuid_max(0x80000000u, NULL) < 0x80000007u ||
-	    !__get_cpuid(0x80000007u, &a, &b, &c, &d) || !((d >> 8) & 1))
-		life_skip("the CPU has no invariant TSC");
-	if (!__get_cpuid(0x80000001u, &a, &b, &c, &d) || !((d >> 27) & 1))
-		life_skip("the CPU has no rdtscp");
-	if (!__get_cpuid(1, &a, &b, &c, &d) || !((c >> 28) & 1) || !((c >> 13) & 1))
-		life_skip("the CPU has no AVX or no cmpxchg16b");
-	fd = open("/sys/devices/system/clocksource/clocksource0/available_clocksource",
-		  O_RDONLY | O_CLOEXEC);
-	if (fd >= 0) {
-		ssize_t n = read(fd, list, sizeof list - 1);
-		close(fd);
-		list[n > 0 ? n : 0] = '\0';
-		if (n > 0 && strstr(list, "tsc") == NULL)
-			life_skip("the kernel does not offer the TSC as a clocksource");
-	}
+	if (reason != NULL)
+		life_skip("%s", reason);
 }
 
 /* The library named by the object that defines the function at address. */

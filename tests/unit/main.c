@@ -16,7 +16,7 @@ int main(void)
 	int failed;
 
 	cpu_probe_instructions(&facts);
-	reason = cpu_unusable_reason(&facts);
+	reason = cpu_unusable_reason(&facts, false);
 
 	runner = srunner_create(suite_calib());
 	srunner_add_suite(runner, suite_histogram());

@@ -23,7 +23,12 @@
 #define CLOCK_TEST_SLOW_MULT  (1ull << 58)
 #define CLOCK_TEST_CRAWL_MULT (1ull << 46)
 
-static const uint32_t clock_test_modes[] = { 0, CLOCK_MODE_RELAXED };
+/* Every reading this machine can take (clock.h's CLOCK_READ_BITS), filled
+ * by suite_clock: rdtscp where advertised, lfence; rdtsc where lfence
+ * serializes, rdtsc, each CPU id source glibc and the CPU allow. */
+static uint32_t clock_test_modes[5];
+static int clock_test_mode_total;
+static bool clock_test_has_rdtscp;
 
 static cpu_set_t clock_test_saved_mask;
 static bool clock_test_pinned;
@@ -58,11 +63,12 @@ static void clock_test_teardown(void)
 	memset(&clock_thread, 0, sizeof clock_thread);
 }
 
-/* The TSC, read so that nothing after it starts before it has read. */
+/* The TSC, read after everything before it and before anything after it
+ * (rdtscp where the CPU advertises it, else lfence; rdtsc, then lfence). */
 static uint64_t clock_test_tsc(void)
 {
 	uint32_t aux;
-	uint64_t tsc = cpu_rdtscp(&aux);
+	uint64_t tsc = clock_test_has_rdtscp ? cpu_rdtscp(&aux) : cpu_rdtsc_fenced();
 
 	__asm__ volatile("lfence" ::: "memory");
 	return tsc;
@@ -99,10 +105,26 @@ static void clock_test_between(uint64_t value, uint64_t lo, uint64_t hi)
 		      (unsigned long long)value, (unsigned long long)lo, (unsigned long long)hi);
 }
 
-/* The relaxed mode is tested only where glibc registered rseq. */
+/* Fills clock_test_modes with the readings this machine can take. */
 static int clock_test_mode_count(void)
 {
-	return cpu_rseq_init() ? 2 : 1;
+	struct cpu_facts facts;
+	int n = 0;
+
+	cpu_probe_instructions(&facts);
+	clock_test_has_rdtscp = facts.has_rdtscp;
+	if (facts.has_rdtscp)
+		clock_test_modes[n++] = 0;
+	if (facts.rseq_registered) {
+		clock_test_modes[n++] = CLOCK_MODE_RELAXED;
+		if (facts.lfence_serializing)
+			clock_test_modes[n++] = CLOCK_READ_LFENCE;
+	}
+	clock_test_modes[n++] = CLOCK_CPU_GETCPU;
+	if (facts.lfence_serializing)
+		clock_test_modes[n++] = CLOCK_CPU_GETCPU | CLOCK_READ_LFENCE;
+	clock_test_mode_total = n;
+	return n;
 }
 
 /* Monotonic answers lie on the published line between the TSC reads taken
@@ -475,6 +497,14 @@ START_TEST(test_clock_fast_gives_up)
 
 	ck_assert_msg(clock_test_pinned, "cannot pin the test thread to its CPU");
 	clock_test_publish_all(line);
+	if (mode & CLOCK_CPU_GETCPU) {
+		/* getcpu is a call: only the careful read answers. */
+		ck_assert(clock_careful_monotonic(mode, &ts));
+		ck_assert_uint_eq(clock_thread.last_cpu, (uint32_t)clock_test_cpu);
+		ck_assert(!clock_fast_monotonic(mode, &ts));
+		ck_assert(clock_careful_monotonic(mode, &ts));
+		return;
+	}
 	/* No clamp yet: the careful read answers and remembers the CPU. */
 	ck_assert(!clock_fast_monotonic(mode, &ts));
 	ck_assert(clock_careful_monotonic(mode, &ts));

@@ -32,9 +32,8 @@ static void refresh_test_setup(void)
 static void refresh_test_teardown(void)
 {
 	struct settings off = refresh_test_settings(true);
-	struct cpu_facts facts = { .rseq_registered = false };
 
-	refresh_configure(&off, &facts);
+	refresh_configure(&off);
 	memset(&table_shared, 0, sizeof table_shared);
 }
 
@@ -47,13 +46,12 @@ static bool refresh_test_pending(void)
 /* Enabled: the first time call is to start the thread. Disabled: never. */
 START_TEST(test_refresh_start_pending_from_settings)
 {
-	struct cpu_facts facts = { .rseq_registered = false };
 	struct settings on = refresh_test_settings(false), off = refresh_test_settings(true);
 
-	refresh_configure(&on, &facts);
+	refresh_configure(&on);
 	ck_assert_int_eq(refresh_state, REFRESH_IDLE);
 	ck_assert(refresh_test_pending());
-	refresh_configure(&off, &facts);
+	refresh_configure(&off);
 	ck_assert_int_eq(refresh_state, REFRESH_OFF);
 	ck_assert(!refresh_test_pending());
 }
@@ -65,7 +63,6 @@ END_TEST
 START_TEST(test_refresh_start_pending_after_fork)
 {
 	const uint32_t chosen = CLOCK_API_MONOTONIC | CLOCK_API_GETTIMEOFDAY;
-	struct cpu_facts facts = { .rseq_registered = false };
 	struct settings off = refresh_test_settings(true);
 
 	__atomic_store_n(&refresh_state, REFRESH_RUNNING, __ATOMIC_RELEASE);
@@ -74,7 +71,7 @@ START_TEST(test_refresh_start_pending_after_fork)
 	ck_assert_int_eq(refresh_state, REFRESH_IDLE);
 	ck_assert_uint_eq(table_shared.api_flags, chosen | CLOCK_START_PENDING);
 
-	refresh_configure(&off, &facts);
+	refresh_configure(&off);
 	__atomic_store_n(&table_shared.api_flags, 0, __ATOMIC_RELEASE);
 	refresh_after_fork_in_child();
 	ck_assert_int_eq(refresh_state, REFRESH_OFF);
