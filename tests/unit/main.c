@@ -22,6 +22,8 @@ int main(void)
 	srunner_add_suite(runner, suite_histogram());
 	srunner_add_suite(runner, suite_settings());
 	srunner_add_suite(runner, suite_refresh());
+	srunner_add_suite(runner, suite_cpu());
+	srunner_add_suite(runner, suite_evidence());
 	if (reason == NULL) {
 		srunner_add_suite(runner, suite_table());
 		srunner_add_suite(runner, suite_clock());

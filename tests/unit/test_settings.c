@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cpu.h"
 #include "settings.h"
 #include "unit.h"
 
@@ -70,6 +71,7 @@ static void settings_check_defaults(const struct settings *settings)
 	ck_assert(!settings->relaxed);
 	ck_assert(!settings->debug);
 	ck_assert_uint_eq(settings->interval_ms, SETTINGS_DEFAULT_INTERVAL_MS);
+	ck_assert_uint_eq(settings->hidden_hwcaps, 0);
 }
 
 /* Checks that exactly one warning came, as one line naming the variable. */
@@ -308,6 +310,73 @@ START_TEST(test_settings_long_value)
 }
 END_TEST
 
+/* FASTTIME_HWCAPS: each known name, in any order and number, hides its
+ * feature silently; an empty value hides nothing. */
+START_TEST(test_settings_hwcaps)
+{
+	static const struct {
+		const char *value;
+		uint32_t hidden;
+	} cases[] = {
+		{ "", 0 },
+		{ "-rdtscp", CPU_HWCAP_RDTSCP },
+		{ "-rseq", CPU_HWCAP_RSEQ },
+		{ "-invariant_tsc", CPU_HWCAP_INVARIANT_TSC },
+		{ "-lfence_serializing", CPU_HWCAP_LFENCE_SERIALIZING },
+		{ "-rseq,-rdtscp", CPU_HWCAP_RSEQ | CPU_HWCAP_RDTSCP },
+		{ "-rdtscp,-rdtscp,", CPU_HWCAP_RDTSCP },
+		{ "-rdtscp,-rseq,-invariant_tsc,-lfence_serializing", 0xf },
+	};
+	struct settings settings;
+
+	for (unsigned i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		settings_test_clear();
+		settings_test_set("FASTTIME_HWCAPS", cases[i].value);
+		settings_test_load(&settings);
+		ck_assert_msg(settings.hidden_hwcaps == cases[i].hidden, "\"%s\" hid %#x",
+			      cases[i].value, settings.hidden_hwcaps);
+		ck_assert_uint_eq(settings_test_warning_count, 0);
+	}
+}
+END_TEST
+
+/* An item it cannot use (unknown, without its minus, a prefix of a known
+ * name) gets one warning line naming it, whatever else is wrong, and the
+ * known items around it still apply. */
+START_TEST(test_settings_hwcaps_unusable)
+{
+	static const struct {
+		const char *value;
+		const char *named;
+		uint32_t hidden;
+	} cases[] = {
+		{ "-avx512", "-avx512", 0 },
+		{ "rdtscp", "rdtscp", 0 },
+		{ "-rdtsc", "-rdtsc", 0 },
+		{ "-rdtscpx,-rseq", "-rdtscpx", CPU_HWCAP_RSEQ },
+		{ "-rseq,+rdtscp,-bogus", "+rdtscp", CPU_HWCAP_RSEQ },
+		{ "-", "-", 0 },
+		{ ",,-rdtscp", "", CPU_HWCAP_RDTSCP },
+	};
+	struct settings settings;
+
+	for (unsigned i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		const char *line;
+		char quoted[64];
+
+		settings_test_clear();
+		settings_test_set("FASTTIME_HWCAPS", cases[i].value);
+		settings_test_load(&settings);
+		ck_assert_msg(settings.hidden_hwcaps == cases[i].hidden, "\"%s\" hid %#x",
+			      cases[i].value, settings.hidden_hwcaps);
+		line = settings_check_one_warning("FASTTIME_HWCAPS");
+		snprintf(quoted, sizeof quoted, "\"%s\"", cases[i].named);
+		ck_assert_msg(strstr(line, quoted) != NULL, "warning \"%s\" for \"%s\"", line,
+			      cases[i].value);
+	}
+}
+END_TEST
+
 Suite *suite_settings(void)
 {
 	Suite *suite = suite_create("settings");
@@ -326,6 +395,8 @@ Suite *suite_settings(void)
 	tcase_add_test(tc, test_settings_garbage_among_good);
 	tcase_add_test(tc, test_settings_unprintable);
 	tcase_add_test(tc, test_settings_long_value);
+	tcase_add_test(tc, test_settings_hwcaps);
+	tcase_add_test(tc, test_settings_hwcaps_unusable);
 	suite_add_tcase(suite, tc);
 	return suite;
 }
