@@ -156,6 +156,21 @@ enum calib_outcome calib_cpu_update(struct calib_cpu *cpu, const struct calib_sa
 	return CALIB_CONTINUED;
 }
 
+uint64_t calib_first_line_due_ns(const struct calib_cpu *cpu)
+{
+	unsigned __int128 baseline;
+
+	if (!cpu->has_anchor || cpu->line.mult != 0)
+		return 0;
+	/* The first-line rule below, solved for the baseline: spread (the
+	 * anchor's width, for a sandwich as wide) over the baseline at most
+	 * CALIB_FIRST_LINE_MAX_PPB; rounded up. */
+	baseline =
+	    ((unsigned __int128)cpu->anchor.width_ns * 1000000000u + CALIB_FIRST_LINE_MAX_PPB - 1) /
+	    CALIB_FIRST_LINE_MAX_PPB;
+	return cpu->anchor.ns + (uint64_t)baseline;
+}
+
 bool calib_realtime_offset(const struct calib_offset_sample *samples, unsigned n,
 			   uint64_t *offset_ns, uint64_t *width_ns)
 {

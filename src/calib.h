@@ -78,6 +78,13 @@ void calib_cpu_reset(struct calib_cpu *cpu);
 enum calib_outcome calib_cpu_update(struct calib_cpu *cpu, const struct calib_sample *sample,
 				    uint64_t next_interval_ns);
 
+/* When (kernel ns) a CPU that has an anchor but no line can have its first
+ * line, if the next sandwich is as wide as the anchor's; 0 when it has a
+ * line or no anchor. Wide sandwiches (a kernel clock that is a system
+ * call) need a longer baseline, and the refresh thread wakes for it rather
+ * than wait out its fixed schedule. */
+uint64_t calib_first_line_due_ns(const struct calib_cpu *cpu);
+
 /* The realtime offset (CLOCK_REALTIME minus CLOCK_MONOTONIC) from readings
  * taken as monotonic, realtime, monotonic: the midpoint of the narrowest. */
 struct calib_offset_sample {

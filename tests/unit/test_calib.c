@@ -819,6 +819,38 @@ START_TEST(test_calib_first_line_waits_for_baseline)
 }
 END_TEST
 
+/* calib_first_line_due_ns says when the first line can come: a sample as
+ * wide as the anchor's taken then makes it, one taken a nanosecond before
+ * does not. With 1.2 us sandwiches (a kernel clock that is a system call)
+ * that is 300 ms after the anchor. No anchor, or a line, gives 0. */
+START_TEST(test_calib_first_line_due)
+{
+	const uint64_t width = 1200, hz_ticks_per_ns = 2;
+	struct calib_sample first = { .tsc = 7000000, .ns = 3000000, .width_ns = width };
+	struct calib_sample early, due;
+	struct calib_cpu cpu;
+	uint64_t at;
+
+	calib_cpu_reset(&cpu);
+	ck_assert_uint_eq(calib_first_line_due_ns(&cpu), 0);
+	ck_assert_int_eq(calib_cpu_update(&cpu, &first, 10000000), CALIB_NEED_MORE);
+	at = calib_first_line_due_ns(&cpu);
+	ck_assert_uint_eq(at - first.ns, 300000000);
+
+	early = first;
+	early.ns = at - 1;
+	early.tsc = first.tsc + (early.ns - first.ns) * hz_ticks_per_ns;
+	ck_assert_int_eq(calib_cpu_update(&cpu, &early, 10000000), CALIB_NEED_MORE);
+	ck_assert_uint_eq(calib_first_line_due_ns(&cpu), at);
+
+	due = first;
+	due.ns = at;
+	due.tsc = first.tsc + (due.ns - first.ns) * hz_ticks_per_ns;
+	ck_assert_int_eq(calib_cpu_update(&cpu, &due, 10000000), CALIB_FIRST_LINE);
+	ck_assert_uint_eq(calib_first_line_due_ns(&cpu), 0);
+}
+END_TEST
+
 Suite *suite_calib(void)
 {
 	Suite *suite = suite_create("calib");
@@ -848,6 +880,7 @@ Suite *suite_calib(void)
 	tcase_add_loop_test(tc, test_calib_tsc_backwards, 0, CALIB_CASES);
 	tcase_add_test(tc, test_calib_slow_tsc);
 	tcase_add_test(tc, test_calib_first_line_waits_for_baseline);
+	tcase_add_test(tc, test_calib_first_line_due);
 	tcase_add_loop_test(tc, test_calib_medium_kernel_jump, 0, CALIB_CASES);
 	tcase_add_loop_test(tc, test_calib_large_kernel_jump, 0, CALIB_CASES);
 	suite_add_tcase(suite, tc);
