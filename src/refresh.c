@@ -386,6 +386,21 @@ static void refresh_choose_apis(unsigned round, unsigned with_line)
 			  (chosen & refresh_api_costs[a].flag) ? "fast" : "libc");
 }
 
+bool refresh_choose_now(void)
+{
+	unsigned with_line = 0, rejected = refresh_choice.rejected;
+
+	for (uint32_t cpu = 0; cpu < CPU_MAX_CPUS; cpu++)
+		with_line += refresh_cpus[cpu].allowed && !refresh_cpus[cpu].dropped &&
+			     refresh_cpus[cpu].calib.line.mult != 0;
+	if (with_line == 0)
+		return false;
+	refresh_apis_chosen = false;
+	refresh_choose_apis(refresh_choice.round, with_line);
+	refresh_publish_flags();
+	return refresh_apis_chosen && refresh_choice.rejected == rejected;
+}
+
 /* After a round: the clocksource's verdict, the choice if it is due, and
  * the flags readers see. */
 static void refresh_after_round(unsigned round, unsigned with_line)

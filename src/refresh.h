@@ -100,6 +100,11 @@ unsigned refresh_round(uint64_t next_interval_ns);
  * the thread's affinity. Returns false when the fast path cannot run here
  * (refresh_verdict.unusable says why). */
 bool refresh_calibrate_now(void);
+/* Measures the entry points and chooses again now, as the refresh thread
+ * does after a round, from whatever CPU the caller is on; for the tools and
+ * the tests, after refresh_calibrate_now. False when the measurement was
+ * thrown away or no CPU has a line. */
+bool refresh_choose_now(void);
 /* The interval after round number round (0-based). */
 uint64_t refresh_interval_after(unsigned round, uint64_t configured_ns);
 

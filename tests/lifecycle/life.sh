@@ -39,15 +39,39 @@ life_run() {
 		"$life_prog" "$@"
 }
 
-# Runs life_run NAME [ARGS] once in each mode: fails as soon as one fails,
-# skips only when both skip.
-life_run_both_modes() {
+# Runs life_run NAME [ARGS] once in each reading this machine can take:
+# ordered (rdtscp where the CPU advertises it, else lfence; rdtsc with the
+# rseq CPU id), relaxed (rdtsc with the rseq CPU id), ordered with rdtscp
+# hidden (lfence; rdtsc) where the CPU has rdtscp, and relaxed with glibc's
+# rseq off (the CPU id from getcpu). Fails as soon as one fails; skips only
+# when every reading skips.
+life_run_each_reading() {
 	life_status=77
-	for life_mode in ordered relaxed; do
-		echo "--- FASTTIME_MODE=$life_mode"
-		FASTTIME_MODE=$life_mode
-		export FASTTIME_MODE
-		life_run "$@"
+	life_readings="ordered relaxed"
+	if grep -qw rdtscp /proc/cpuinfo 2>/dev/null; then
+		life_readings="$life_readings ordered-lfence"
+	fi
+	life_readings="$life_readings relaxed-norseq"
+	for life_reading in $life_readings; do
+		echo "--- reading: $life_reading"
+		(
+			case $life_reading in
+			ordered) FASTTIME_MODE=ordered ;;
+			relaxed) FASTTIME_MODE=relaxed ;;
+			ordered-lfence)
+				FASTTIME_MODE=ordered
+				FASTTIME_HWCAPS=-rdtscp
+				export FASTTIME_HWCAPS
+				;;
+			relaxed-norseq)
+				FASTTIME_MODE=relaxed
+				GLIBC_TUNABLES=${GLIBC_TUNABLES:+$GLIBC_TUNABLES:}glibc.pthread.rseq=0
+				export GLIBC_TUNABLES
+				;;
+			esac
+			export FASTTIME_MODE
+			life_run "$@"
+		)
 		life_rc=$?
 		case $life_rc in
 		0) life_status=0 ;;
