@@ -73,7 +73,49 @@ static enum calib_outcome calib_cpu_step(struct calib_cpu *cpu, const struct cal
 enum calib_outcome calib_cpu_update(struct calib_cpu *cpu, const struct calib_sample *sample,
 				    uint64_t next_interval_ns)
 {
-	uint64_t measured, predicted, next_ticks;
+	return calib_cpu_update_shared(cpu, sample, next_interval_ns, 0);
+}
+
+bool calib_slope_estimate(const struct calib_cpu *cpu, const struct calib_sample *sample,
+			  uint64_t *mult, uint64_t *uncertainty_ppb)
+{
+	uint64_t dns, measured;
+
+	if (!cpu->has_anchor || sample->width_ns > CALIB_MAX_WIDTH_NS ||
+	    sample->tsc <= cpu->anchor.tsc || sample->ns <= cpu->anchor.ns)
+		return false;
+	dns = sample->ns - cpu->anchor.ns;
+	measured = calib_mult_from(dns, sample->tsc - cpu->anchor.tsc);
+	if (measured == 0)
+		return false;
+	/* A slope that jumped since the last one is a discontinuity, not an
+	 * estimate of the rate (calib_cpu_update steps such a line). */
+	if (cpu->slope_mult != 0 &&
+	    calib_relative_ppm(measured, cpu->slope_mult) > CALIB_MAX_SLOPE_CHANGE_PPM)
+		return false;
+	*mult = measured;
+	*uncertainty_ppb =
+	    (uint64_t)(((unsigned __int128)(cpu->anchor.width_ns + sample->width_ns) *
+			1000000000u) /
+		       dns);
+	return true;
+}
+
+/* The slope a line is drawn with: the machine's when it is given and agrees
+ * with this CPU's own measurement within the sandwiches' noise, else the
+ * CPU's own. */
+static uint64_t calib_line_slope(uint64_t measured, uint64_t shared_mult)
+{
+	if (shared_mult == 0 ||
+	    calib_relative_ppm(measured, shared_mult) > CALIB_SHARED_SLOPE_MAX_PPM)
+		return measured;
+	return shared_mult;
+}
+
+enum calib_outcome calib_cpu_update_shared(struct calib_cpu *cpu, const struct calib_sample *sample,
+					   uint64_t next_interval_ns, uint64_t shared_mult)
+{
+	uint64_t measured, slope, predicted, next_ticks;
 	int64_t error;
 	unsigned __int128 bend;
 	bool have_line = cpu->line.mult != 0;
@@ -114,7 +156,8 @@ enum calib_outcome calib_cpu_update(struct calib_cpu *cpu, const struct calib_sa
 		    (unsigned __int128)(sample->ns - cpu->anchor.ns) * CALIB_FIRST_LINE_MAX_PPB)
 			return CALIB_NEED_MORE;
 		cpu->slope_mult = measured;
-		cpu->line = calib_line_through(measured, sample->tsc, sample->ns);
+		cpu->line = calib_line_through(calib_line_slope(measured, shared_mult), sample->tsc,
+					       sample->ns);
 		cpu->anchor = *sample;
 		cpu->last_error_ns = 0;
 		return CALIB_FIRST_LINE;
@@ -136,22 +179,23 @@ enum calib_outcome calib_cpu_update(struct calib_cpu *cpu, const struct calib_sa
 		return calib_cpu_step(cpu, sample);
 	cpu->slope_mult = measured;
 	cpu->anchor = *sample;
+	slope = calib_line_slope(measured, shared_mult);
 
 	/* Continue from where readers are now, aiming at the kernel's clock one
 	 * interval ahead: slope = measured + error / next_ticks. */
-	next_ticks = calib_ticks_for_ns(measured, next_interval_ns);
+	next_ticks = calib_ticks_for_ns(slope, next_interval_ns);
 	if (next_ticks == 0)
 		return calib_cpu_step(cpu, sample);
 	if (error >= 0) {
 		bend = ((unsigned __int128)(uint64_t)error << 64) / next_ticks;
-		if (bend > UINT64_MAX - measured)
+		if (bend > UINT64_MAX - slope)
 			return calib_cpu_step(cpu, sample);
-		cpu->line = calib_line_through(measured + (uint64_t)bend, sample->tsc, predicted);
+		cpu->line = calib_line_through(slope + (uint64_t)bend, sample->tsc, predicted);
 	} else {
 		bend = ((unsigned __int128)(uint64_t)(-error) << 64) / next_ticks;
-		if (bend >= measured)
+		if (bend >= slope)
 			return calib_cpu_step(cpu, sample);
-		cpu->line = calib_line_through(measured - (uint64_t)bend, sample->tsc, predicted);
+		cpu->line = calib_line_through(slope - (uint64_t)bend, sample->tsc, predicted);
 	}
 	return CALIB_CONTINUED;
 }

@@ -52,6 +52,9 @@ enum calib_outcome {
  * slope uncertain by at most this many parts per billion; until then the
  * baseline grows (under load, sandwiches widen and the wait lengthens). */
 #define CALIB_FIRST_LINE_MAX_PPB 4000
+/* A CPU whose own slope differs from the machine's by more than this keeps
+ * its own: sandwich noise explains a few ppm in a young line, not more. */
+#define CALIB_SHARED_SLOPE_MAX_PPM 10
 /* A sandwich wider than this cannot place the TSC reading precisely. */
 #define CALIB_MAX_WIDTH_NS 20000
 
@@ -77,6 +80,24 @@ void calib_cpu_reset(struct calib_cpu *cpu);
  * sample: the error found now is paid back over that span. */
 enum calib_outcome calib_cpu_update(struct calib_cpu *cpu, const struct calib_sample *sample,
 				    uint64_t next_interval_ns);
+
+/* The same, with the machine's slope for this round (0 for none): every
+ * CPU's TSC ticks at one rate, so lines drawn with one slope disagree only
+ * by their offsets, which do not grow between rounds. Per-CPU slopes carry
+ * each CPU's sandwich noise: a young line's few ppm, times a round's
+ * length, put two CPUs' lines hundreds of nanoseconds apart, and a
+ * timestamp handed between threads would run backwards. The CPU's own
+ * measurement is still kept (slope_mult) and used when it disagrees with
+ * the machine's by more than CALIB_SHARED_SLOPE_MAX_PPM. */
+enum calib_outcome calib_cpu_update_shared(struct calib_cpu *cpu, const struct calib_sample *sample,
+					   uint64_t next_interval_ns, uint64_t shared_mult);
+
+/* This CPU's slope from its anchor to sample, and how uncertain the
+ * sandwiches' widths leave it (parts per billion); false when the pair says
+ * nothing about the rate (no anchor, a jump, a rejected sample). The
+ * refresh thread takes the least uncertain as the machine's slope. */
+bool calib_slope_estimate(const struct calib_cpu *cpu, const struct calib_sample *sample,
+			  uint64_t *mult, uint64_t *uncertainty_ppb);
 
 /* When (kernel ns) a CPU that has an anchor but no line can have its first
  * line, if the next sandwich is as wide as the anchor's; 0 when it has a

@@ -51,6 +51,9 @@ static uint64_t refresh_started_ns;
 static unsigned long refresh_start_mask[REFRESH_MASK_WORDS];
 /* Those the last round could pin to: where the thread runs between rounds. */
 static unsigned long refresh_usable_mask[REFRESH_MASK_WORDS];
+/* One round's samples, taken before any line moves (too large for the
+ * thread's stack on machines with thousands of CPUs). */
+static struct calib_sample refresh_round_samples[CPU_MAX_CPUS];
 
 static uint64_t refresh_mono_ns(void)
 {
@@ -172,24 +175,34 @@ static void refresh_cpu_failed(uint32_t cpu, struct refresh_cpu *state, uint64_t
 	}
 }
 
-static void refresh_one_cpu(uint32_t cpu, uint64_t next_interval_ns)
+/* Takes this round's sample on cpu, pinned there; false (and the failure
+ * noted) when none could be taken. */
+static bool refresh_sample_one(uint32_t cpu, struct calib_sample *sample)
 {
 	struct refresh_cpu *state = &refresh_cpus[cpu];
-	struct calib_sample sample;
-	uint64_t now = refresh_mono_ns();
 
-	if (!refresh_pin(cpu) || !refresh_sample_cpu(cpu, &sample, &state->node)) {
-		refresh_cpu_failed(cpu, state, now);
-		return;
+	if (!refresh_pin(cpu) || !refresh_sample_cpu(cpu, sample, &state->node)) {
+		refresh_cpu_failed(cpu, state, refresh_mono_ns());
+		return false;
 	}
+	return true;
+}
+
+/* Moves cpu's line on to its sample, drawn with the machine's slope. */
+static void refresh_update_one(uint32_t cpu, const struct calib_sample *sample,
+			       uint64_t next_interval_ns, uint64_t shared_mult)
+{
+	struct refresh_cpu *state = &refresh_cpus[cpu];
+
 	state->previous_slope_mult = state->calib.slope_mult;
-	state->last_outcome = calib_cpu_update(&state->calib, &sample, next_interval_ns);
-	state->last_sample_mono_ns = sample.ns;
-	state->last_width_ns = sample.width_ns;
+	state->last_outcome =
+	    calib_cpu_update_shared(&state->calib, sample, next_interval_ns, shared_mult);
+	state->last_sample_mono_ns = sample->ns;
+	state->last_width_ns = sample->width_ns;
 	if (state->last_outcome == CALIB_REJECTED) {
-		refresh_cpu_failed(cpu, state, now);
+		refresh_cpu_failed(cpu, state, refresh_mono_ns());
 		debug_log("cpu %u: sample rejected (sandwich %llu ns)", cpu,
-			  (unsigned long long)sample.width_ns);
+			  (unsigned long long)sample->width_ns);
 		return;
 	}
 	state->failing_since_ns = 0;
@@ -201,7 +214,7 @@ static void refresh_one_cpu(uint32_t cpu, uint64_t next_interval_ns)
 			  refresh_outcome_name(state->last_outcome),
 			  (double)state->calib.line.mult / 18446744073709551616.0,
 			  (long long)state->calib.last_error_ns,
-			  (unsigned long long)sample.width_ns);
+			  (unsigned long long)sample->width_ns);
 }
 
 /* Fills samples with monotonic / realtime / monotonic sandwiches. */
@@ -250,7 +263,8 @@ unsigned refresh_round(uint64_t next_interval_ns)
 	const unsigned bits = 8 * sizeof(unsigned long);
 	unsigned long visit[REFRESH_MASK_WORDS];
 	uint64_t round_start_tsc = cpu_read_stamp(refresh_sample_reading).tsc;
-	uint64_t mult = 0;
+	unsigned long sampled[REFRESH_MASK_WORDS];
+	uint64_t mult = 0, shared_mult = 0, best_uncertainty = UINT64_MAX;
 	unsigned with_line = 0, usable = 0;
 	bool steady = true;
 
@@ -259,8 +273,12 @@ unsigned refresh_round(uint64_t next_interval_ns)
 	if (!cpu_online_mask(visit, REFRESH_MASK_WORDS))
 		memcpy(visit, refresh_start_mask, sizeof visit);
 	memset(refresh_usable_mask, 0, sizeof refresh_usable_mask);
+	memset(sampled, 0, sizeof sampled);
+	/* First every CPU's sample, then the machine's slope from the least
+	 * uncertain of them, then every line drawn with it (calib.h). */
 	for (uint32_t cpu = 0; cpu < CPU_MAX_CPUS; cpu++) {
 		struct refresh_cpu *c = &refresh_cpus[cpu];
+		uint64_t estimate, uncertainty;
 
 		if (visit[cpu / bits] == 0) {
 			cpu += bits - 1;
@@ -275,7 +293,30 @@ unsigned refresh_round(uint64_t next_interval_ns)
 			continue;
 		refresh_usable_mask[cpu / bits] |= 1ul << (cpu % bits);
 		usable++;
-		refresh_one_cpu(cpu, next_interval_ns);
+		if (!refresh_sample_one(cpu, &refresh_round_samples[cpu]))
+			continue;
+		sampled[cpu / bits] |= 1ul << (cpu % bits);
+		if (calib_slope_estimate(&c->calib, &refresh_round_samples[cpu], &estimate,
+					 &uncertainty) &&
+		    uncertainty < best_uncertainty) {
+			best_uncertainty = uncertainty;
+			shared_mult = estimate;
+		}
+	}
+	for (uint32_t cpu = 0; cpu < CPU_MAX_CPUS; cpu++) {
+		if (sampled[cpu / bits] == 0) {
+			cpu += bits - 1;
+			continue;
+		}
+		if (!refresh_mask_has(sampled, cpu))
+			continue;
+		refresh_update_one(cpu, &refresh_round_samples[cpu], next_interval_ns, shared_mult);
+	}
+	for (uint32_t cpu = 0; cpu < CPU_MAX_CPUS; cpu++) {
+		struct refresh_cpu *c = &refresh_cpus[cpu];
+
+		if (!refresh_mask_has(refresh_usable_mask, cpu))
+			continue;
 		if (c->calib.line.mult != 0 && !c->dropped) {
 			with_line++;
 			mult = c->calib.slope_mult;

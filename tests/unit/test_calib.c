@@ -851,6 +851,136 @@ START_TEST(test_calib_first_line_due)
 }
 END_TEST
 
+/* Two CPUs' young lines, as the refresh thread draws them: each round both
+ * are sampled, the least uncertain slope is the machine's, and both lines
+ * use it. Their first samples carry opposite noise of half the sandwich,
+ * which makes their own slopes 6.7 ppm apart; drawn with their own slopes the
+ * two lines would part by about 300 ns within 40 ms, and a timestamp handed
+ * from one CPU to the other would run backwards. Drawn with one slope they
+ * disagree by no more than the sandwiches' noise, at every point of the
+ * following interval. */
+static void calib_shared_round(struct calib_cpu cpus[2], const struct calib_sample samples[2],
+			       uint64_t next_interval_ns, enum calib_outcome expected)
+{
+	uint64_t shared = 0, best = UINT64_MAX;
+
+	for (unsigned i = 0; i < 2; i++) {
+		uint64_t mult, uncertainty;
+
+		if (calib_slope_estimate(&cpus[i], &samples[i], &mult, &uncertainty) &&
+		    uncertainty < best) {
+			best = uncertainty;
+			shared = mult;
+		}
+	}
+	for (unsigned i = 0; i < 2; i++)
+		ck_assert_int_eq(
+		    calib_cpu_update_shared(&cpus[i], &samples[i], next_interval_ns, shared),
+		    expected);
+}
+
+START_TEST(test_calib_shared_slope)
+{
+	const uint64_t width = 50, baseline = 15000000, next = 40000000, after = 160000000;
+	const int64_t half = (int64_t)width / 2;
+	struct fake_clock fake;
+	struct calib_cpu cpus[2];
+	struct calib_sample samples[2];
+
+	fake_init(&fake, _i, 10);
+	calib_cpu_reset(&cpus[0]);
+	calib_cpu_reset(&cpus[1]);
+	samples[0] = fake_sample(&fake, half, width);
+	samples[1] = fake_sample(&fake, -half, width);
+	calib_shared_round(cpus, samples, baseline, CALIB_NEED_MORE);
+	fake_advance(&fake, baseline);
+	samples[0] = fake_sample(&fake, -half, width);
+	samples[1] = fake_sample(&fake, half, width);
+	calib_shared_round(cpus, samples, next, CALIB_FIRST_LINE);
+	ck_assert_uint_eq(cpus[0].line.mult, cpus[1].line.mult);
+	ck_assert_uint_ne(cpus[0].slope_mult, cpus[1].slope_mult);
+
+	for (uint64_t t = 0; t < next; t += next / 8) {
+		ck_assert_uint_le(calib_abs((int64_t)(calib_line_eval(cpus[0].line, fake.tsc) -
+						      calib_line_eval(cpus[1].line, fake.tsc))),
+				  width + ROUNDING_NS);
+		fake_advance(&fake, next / 8);
+	}
+	samples[0] = fake_sample(&fake, 0, width);
+	samples[1] = fake_sample(&fake, 0, width);
+	calib_shared_round(cpus, samples, after, CALIB_CONTINUED);
+	for (uint64_t t = 0; t < after; t += after / 8) {
+		ck_assert_uint_le(calib_abs((int64_t)(calib_line_eval(cpus[0].line, fake.tsc) -
+						      calib_line_eval(cpus[1].line, fake.tsc))),
+				  width + ROUNDING_NS);
+		fake_advance(&fake, after / 8);
+	}
+}
+END_TEST
+
+/* A CPU whose own rate differs from the machine's by more than sandwich
+ * noise explains keeps its own slope; one within it takes the machine's. */
+START_TEST(test_calib_shared_slope_disagrees)
+{
+	struct fake_clock fake;
+	struct calib_cpu cpu;
+	struct calib_sample sample;
+	uint64_t ideal, off, near;
+
+	fake_init(&fake, _i, 20);
+	calib_cpu_reset(&cpu);
+	ideal = fake_ideal_mult(&fake);
+	off = ideal + ideal / 1000000 * (CALIB_SHARED_SLOPE_MAX_PPM * 5);
+	near = ideal + ideal / 1000000 * (CALIB_SHARED_SLOPE_MAX_PPM / 2);
+	sample = fake_sample(&fake, 0, 30);
+	ck_assert_int_eq(calib_cpu_update_shared(&cpu, &sample, INTERVAL_NS, off), CALIB_NEED_MORE);
+	fake_advance(&fake, INTERVAL_NS);
+	sample = fake_sample(&fake, 0, 30);
+	ck_assert_int_eq(calib_cpu_update_shared(&cpu, &sample, INTERVAL_NS, off),
+			 CALIB_FIRST_LINE);
+	ck_assert_uint_eq(cpu.line.mult, cpu.slope_mult);
+	ck_assert(calib_within_ppb(cpu.line.mult, ideal, 1));
+	fake_advance(&fake, INTERVAL_NS);
+	sample = fake_sample(&fake, 0, 30);
+	ck_assert_int_eq(calib_cpu_update_shared(&cpu, &sample, INTERVAL_NS, near),
+			 CALIB_CONTINUED);
+	ck_assert(calib_within_ppb(cpu.line.mult, near, 10));
+	ck_assert(calib_within_ppb(cpu.slope_mult, ideal, 1));
+}
+END_TEST
+
+/* The slope estimate: none without an anchor or across a jump; otherwise
+ * the slope from the anchor, uncertain by the two widths over the baseline. */
+START_TEST(test_calib_slope_estimate)
+{
+	struct fake_clock fake;
+	struct calib_cpu cpu;
+	struct calib_sample sample;
+	uint64_t mult = 0, uncertainty = 0;
+
+	fake_init(&fake, _i, 20);
+	calib_cpu_reset(&cpu);
+	sample = fake_sample(&fake, 0, 40);
+	ck_assert(!calib_slope_estimate(&cpu, &sample, &mult, &uncertainty));
+	ck_assert_int_eq(calib_cpu_update(&cpu, &sample, INTERVAL_NS), CALIB_NEED_MORE);
+	fake_advance(&fake, 20000000);
+	sample = fake_sample(&fake, 0, 60);
+	ck_assert(calib_slope_estimate(&cpu, &sample, &mult, &uncertainty));
+	ck_assert(calib_within_ppb(mult, fake_ideal_mult(&fake), 1));
+	ck_assert_uint_eq(uncertainty, 5000);
+	sample.width_ns = CALIB_MAX_WIDTH_NS + 1;
+	ck_assert(!calib_slope_estimate(&cpu, &sample, &mult, &uncertainty));
+
+	ck_assert_int_eq(calib_cpu_update(&cpu, &(struct calib_sample){ sample.tsc, sample.ns, 60 },
+					  INTERVAL_NS),
+			 CALIB_FIRST_LINE);
+	fake_advance(&fake, 10000000);
+	fake_jump_kernel(&fake, 1000000);
+	sample = fake_sample(&fake, 0, 60);
+	ck_assert(!calib_slope_estimate(&cpu, &sample, &mult, &uncertainty));
+}
+END_TEST
+
 Suite *suite_calib(void)
 {
 	Suite *suite = suite_create("calib");
@@ -881,6 +1011,9 @@ Suite *suite_calib(void)
 	tcase_add_test(tc, test_calib_slow_tsc);
 	tcase_add_test(tc, test_calib_first_line_waits_for_baseline);
 	tcase_add_test(tc, test_calib_first_line_due);
+	tcase_add_loop_test(tc, test_calib_shared_slope, 0, CALIB_CASES);
+	tcase_add_loop_test(tc, test_calib_shared_slope_disagrees, 0, CALIB_CASES);
+	tcase_add_loop_test(tc, test_calib_slope_estimate, 0, CALIB_CASES);
 	tcase_add_loop_test(tc, test_calib_medium_kernel_jump, 0, CALIB_CASES);
 	tcase_add_loop_test(tc, test_calib_large_kernel_jump, 0, CALIB_CASES);
 	suite_add_tcase(suite, tc);
