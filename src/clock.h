@@ -111,24 +111,38 @@ CLOCK_FAST bool clock_fast_finish(uint64_t tsc, struct calib_line line, uint64_t
  * it reads the counter, and gives up at once when that CPU has no line: a
  * thread on a CPU not calibrated yet then pays for no counter read, and its
  * call costs about what libc's does. */
+struct clock_fast_start {
+	uint32_t guess; /* the CPU this thread last ran on */
+	struct calib_line line;
+	uint64_t valid_from;
+	uint64_t valid_ticks;
+};
+
+CLOCK_FAST struct clock_fast_start clock_fast_begin(void)
+{
+	struct clock_fast_start start;
+
+	start.guess = clock_thread.last_cpu;
+	start.line = table_load(start.guess);
+	start.valid_from = __atomic_load_n(&table_shared.valid_from_tsc, __ATOMIC_ACQUIRE);
+	start.valid_ticks = __atomic_load_n(&table_shared.valid_ticks, __ATOMIC_ACQUIRE);
+	return start;
+}
 
 /* Ordered: rdtscp gives the counter and the CPU id in one instruction. */
 CLOCK_FAST bool clock_fast_ordered_ns(uint64_t *ns_out)
 {
-	uint32_t guess = clock_thread.last_cpu;
-	struct calib_line line = table_load(guess);
-	uint64_t valid_from = __atomic_load_n(&table_shared.valid_from_tsc, __ATOMIC_ACQUIRE);
-	uint64_t valid_ticks = __atomic_load_n(&table_shared.valid_ticks, __ATOMIC_ACQUIRE);
+	struct clock_fast_start start = clock_fast_begin();
 	uint32_t aux;
 	uint64_t tsc;
 
-	if (__builtin_expect(line.mult == 0, 0))
+	if (__builtin_expect(start.line.mult == 0, 0))
 		return false;
 	tsc = cpu_rdtscp(&aux);
 
-	if (__builtin_expect(cpu_from_tsc_aux(aux) != guess, 0))
+	if (__builtin_expect(cpu_from_tsc_aux(aux) != start.guess, 0))
 		return false;
-	return clock_fast_finish(tsc, line, valid_from, valid_ticks, ns_out);
+	return clock_fast_finish(tsc, start.line, start.valid_from, start.valid_ticks, ns_out);
 }
 
 /* Relaxed: rdtsc overlaps with the surrounding work. As in ordered mode the
@@ -142,18 +156,15 @@ CLOCK_FAST bool clock_fast_ordered_ns(uint64_t *ns_out)
  * CPU (rseq unregistered: -1) never matches. */
 CLOCK_FAST bool clock_fast_relaxed_ns(uint64_t *ns_out)
 {
-	uint32_t guess = clock_thread.last_cpu;
-	struct calib_line line = table_load(guess);
-	uint64_t valid_from = __atomic_load_n(&table_shared.valid_from_tsc, __ATOMIC_ACQUIRE);
-	uint64_t valid_ticks = __atomic_load_n(&table_shared.valid_ticks, __ATOMIC_ACQUIRE);
+	struct clock_fast_start start = clock_fast_begin();
 	uint64_t tsc;
 
-	if (__builtin_expect(line.mult == 0, 0))
+	if (__builtin_expect(start.line.mult == 0, 0))
 		return false;
 	tsc = cpu_rdtsc();
-	if (__builtin_expect(cpu_rseq_current() != guess, 0))
+	if (__builtin_expect(cpu_rseq_current() != start.guess, 0))
 		return false;
-	return clock_fast_finish(tsc, line, valid_from, valid_ticks, ns_out);
+	return clock_fast_finish(tsc, start.line, start.valid_from, start.valid_ticks, ns_out);
 }
 
 /* Ordered without rdtscp: lfence keeps rdtsc behind every earlier
@@ -163,20 +174,17 @@ CLOCK_FAST bool clock_fast_relaxed_ns(uint64_t *ns_out)
  * rewrites the id before the thread runs again). */
 CLOCK_FAST bool clock_fast_fenced_ns(uint64_t *ns_out)
 {
-	uint32_t guess = clock_thread.last_cpu;
-	struct calib_line line = table_load(guess);
-	uint64_t valid_from = __atomic_load_n(&table_shared.valid_from_tsc, __ATOMIC_ACQUIRE);
-	uint64_t valid_ticks = __atomic_load_n(&table_shared.valid_ticks, __ATOMIC_ACQUIRE);
+	struct clock_fast_start start = clock_fast_begin();
 	uint32_t before;
 	uint64_t tsc;
 
-	if (__builtin_expect(line.mult == 0, 0))
+	if (__builtin_expect(start.line.mult == 0, 0))
 		return false;
 	before = cpu_rseq_current();
 	tsc = cpu_rdtsc_fenced();
-	if (__builtin_expect((before ^ guess) | (cpu_rseq_current() ^ guess), 0))
+	if (__builtin_expect((before ^ start.guess) | (cpu_rseq_current() ^ start.guess), 0))
 		return false;
-	return clock_fast_finish(tsc, line, valid_from, valid_ticks, ns_out);
+	return clock_fast_finish(tsc, start.line, start.valid_from, start.valid_ticks, ns_out);
 }
 
 /* Relaxed first: it is the mode chosen for speed. A reading whose CPU id
