@@ -17,6 +17,9 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "clock.h"
 #include "debug.h"
@@ -586,6 +589,21 @@ static uint64_t refresh_next_deadline(uint64_t scheduled_ns)
 	return deadline;
 }
 
+/* The thread runs as an ordinary thread whatever its creator runs: a
+ * SCHED_FIFO first caller must not give ten wake-ups a second real-time
+ * priority over the host's work, and a SCHED_IDLE or niced one must not
+ * starve the calibration. Done from inside, best effort: a creator that
+ * asks for an explicit policy makes pthread_create fail outright where the
+ * process may not set it, and leaving SCHED_IDLE or a positive nice needs
+ * CAP_SYS_NICE or RLIMIT_NICE. */
+static void refresh_own_scheduling(void)
+{
+	struct sched_param ordinary = { .sched_priority = 0 };
+
+	pthread_setschedparam(pthread_self(), SCHED_OTHER, &ordinary);
+	setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 0);
+}
+
 static void *refresh_main(void *unused)
 {
 	const char *reason;
@@ -594,6 +612,7 @@ static void *refresh_main(void *unused)
 	/* Named from inside: pthread_setname_np on another thread opens a file
 	 * in /proc from the caller's thread, which must not see a descriptor. */
 	prctl(PR_SET_NAME, "fasttime", 0, 0, 0);
+	refresh_own_scheduling();
 	libc_resolve();
 	reason = refresh_prepare();
 

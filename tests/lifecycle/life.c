@@ -206,8 +206,9 @@ unsigned life_refresh_held(void)
 	return life_tap_held();
 }
 
-/* Calls fn for each thread of this process with its comm, until it returns false. */
-static void life_each_thread(bool (*fn)(const char *comm, void *arg), void *arg)
+/* Calls fn for each thread of this process with its comm and id, until it
+ * returns false. */
+static void life_each_thread(bool (*fn)(const char *comm, pid_t tid, void *arg), void *arg)
 {
 	DIR *dir = opendir("/proc/self/task");
 	struct dirent *entry;
@@ -229,7 +230,7 @@ static void life_each_thread(bool (*fn)(const char *comm, void *arg), void *arg)
 		close(fd);
 		comm[n > 0 ? n : 0] = '\0';
 		comm[strcspn(comm, "\n")] = '\0';
-		if (!fn(comm, arg))
+		if (!fn(comm, (pid_t)atoi(entry->d_name), arg))
 			break;
 	}
 	closedir(dir);
@@ -241,10 +242,11 @@ struct life_count {
 };
 
 /* Counts a thread, if its name is the one asked for (or any name). */
-static bool life_count_one(const char *comm, void *arg)
+static bool life_count_one(const char *comm, pid_t tid, void *arg)
 {
 	struct life_count *count = arg;
 
+	(void)tid;
 	if (count->comm == NULL || strcmp(comm, count->comm) == 0)
 		count->n++;
 	return true;
@@ -266,9 +268,34 @@ unsigned life_threads_named(const char *comm)
 	return count.n;
 }
 
-/* Prints a thread's name. */
-static bool life_print_one(const char *comm, void *arg)
+struct life_find {
+	const char *comm;
+	pid_t tid;
+};
+
+/* Stops at the first thread whose name is the one asked for. */
+static bool life_find_one(const char *comm, pid_t tid, void *arg)
 {
+	struct life_find *find = arg;
+
+	if (strcmp(comm, find->comm) != 0)
+		return true;
+	find->tid = tid;
+	return false;
+}
+
+pid_t life_thread_named(const char *comm)
+{
+	struct life_find find = { comm, -1 };
+
+	life_each_thread(life_find_one, &find);
+	return find.tid;
+}
+
+/* Prints a thread's name. */
+static bool life_print_one(const char *comm, pid_t tid, void *arg)
+{
+	(void)tid;
 	(void)arg;
 	printf(" [%s]", comm);
 	return true;

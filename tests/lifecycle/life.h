@@ -66,6 +66,8 @@ unsigned life_refresh_held(void);
 /* Threads of this process, and those whose name is comm. */
 unsigned life_thread_count(void);
 unsigned life_threads_named(const char *comm);
+/* The id of a thread whose name is comm, or -1. */
+pid_t life_thread_named(const char *comm);
 /* Lists the threads' names on stdout, for a failure message. */
 void life_list_threads(void);
 
