@@ -205,7 +205,7 @@ static __attribute__((noinline)) int preload_libc_gettimeofday(struct timeval *t
 	return libc_gettimeofday(tv, tz);
 }
 
-PRELOAD_EXPORT int gettimeofday(struct timeval *tv, void *tz)
+PRELOAD_EXPORT int gettimeofday(struct timeval *tv, GETTIMEOFDAY_TZ_TYPE tz)
 {
 	uint32_t flags = preload_api_flags();
 

@@ -95,7 +95,7 @@ TAP_EXPORT int clock_gettime(clockid_t id, struct timespec *ts)
 }
 
 /* Counts, then answers exactly as libc does. */
-TAP_EXPORT int gettimeofday(struct timeval *tv, void *tz)
+TAP_EXPORT int gettimeofday(struct timeval *tv, GETTIMEOFDAY_TZ_TYPE tz)
 {
 	int (*next)(struct timeval *, void *) =
 	    (int (*)(struct timeval *, void *))tap_next(&tap_gettimeofday_next, "gettimeofday");

@@ -26,7 +26,7 @@ SYSCALL_CLOCK_EXPORT int clock_gettime(clockid_t id, struct timespec *ts)
 }
 
 /* libc's gettimeofday, without the vDSO; the kernel fills tz as libc does. */
-SYSCALL_CLOCK_EXPORT int gettimeofday(struct timeval *tv, void *tz)
+SYSCALL_CLOCK_EXPORT int gettimeofday(struct timeval *tv, GETTIMEOFDAY_TZ_TYPE tz)
 {
 	return (int)syscall(SYS_gettimeofday, tv, tz);
 }
