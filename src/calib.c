@@ -200,6 +200,28 @@ enum calib_outcome calib_cpu_update_shared(struct calib_cpu *cpu, const struct c
 	return CALIB_CONTINUED;
 }
 
+struct calib_sample calib_sample_toward(struct calib_sample sample, struct calib_sample reference,
+					uint64_t mult)
+{
+	int64_t ticks = (int64_t)(sample.tsc - reference.tsc);
+	int64_t below = (int64_t)(sample.width_ns / 2);
+	int64_t above = (int64_t)(sample.width_ns - sample.width_ns / 2);
+	int64_t move;
+	uint64_t aimed;
+
+	if (mult == 0)
+		return sample;
+	/* Signed ticks times the 0.64 fraction: the product's high word. */
+	aimed = reference.ns + (uint64_t)(int64_t)(((__int128)ticks * (__int128)mult) >> 64);
+	move = (int64_t)(aimed - sample.ns);
+	if (move < -below)
+		move = -below;
+	if (move > above)
+		move = above;
+	sample.ns += (uint64_t)move;
+	return sample;
+}
+
 uint64_t calib_first_line_due_ns(const struct calib_cpu *cpu)
 {
 	unsigned __int128 baseline;

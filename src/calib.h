@@ -99,6 +99,17 @@ enum calib_outcome calib_cpu_update_shared(struct calib_cpu *cpu, const struct c
 bool calib_slope_estimate(const struct calib_cpu *cpu, const struct calib_sample *sample,
 			  uint64_t *mult, uint64_t *uncertainty_ppb);
 
+/* sample, with its midpoint moved as close as its own sandwich allows to
+ * where reference's sample, extended at mult, puts the kernel's clock at
+ * sample's counter value. A sandwich only says that the kernel's clock lay
+ * somewhere between its two readings; within that, every CPU's line is
+ * aimed at the value of the round's narrowest sandwich, so that a CPU
+ * whose sandwiches were all widened (a preemption, a busy host) still
+ * agrees with the others, and lines part only where the CPUs' counters
+ * really differ by more than a sandwich. Unchanged when mult is 0. */
+struct calib_sample calib_sample_toward(struct calib_sample sample, struct calib_sample reference,
+					uint64_t mult);
+
 /* When (kernel ns) a CPU that has an anchor but no line can have its first
  * line, if the next sandwich is as wide as the anchor's; 0 when it has a
  * line or no anchor. Wide sandwiches (a kernel clock that is a system

@@ -267,6 +267,7 @@ unsigned refresh_round(uint64_t next_interval_ns)
 	unsigned long visit[REFRESH_MASK_WORDS];
 	uint64_t round_start_tsc = cpu_read_stamp(refresh_sample_reading).tsc;
 	unsigned long sampled[REFRESH_MASK_WORDS];
+	struct calib_sample narrowest = { .width_ns = UINT64_MAX };
 	uint64_t mult = 0, shared_mult = 0, best_uncertainty = UINT64_MAX;
 	unsigned with_line = 0, usable = 0;
 	bool steady = true;
@@ -278,7 +279,8 @@ unsigned refresh_round(uint64_t next_interval_ns)
 	memset(refresh_usable_mask, 0, sizeof refresh_usable_mask);
 	memset(sampled, 0, sizeof sampled);
 	/* First every CPU's sample, then the machine's slope from the least
-	 * uncertain of them, then every line drawn with it (calib.h). */
+	 * uncertain of them, then every line drawn with it and aimed, within
+	 * its own sandwich, at the round's narrowest sandwich (calib.h). */
 	for (uint32_t cpu = 0; cpu < CPU_MAX_CPUS; cpu++) {
 		struct refresh_cpu *c = &refresh_cpus[cpu];
 		uint64_t estimate, uncertainty;
@@ -299,6 +301,8 @@ unsigned refresh_round(uint64_t next_interval_ns)
 		if (!refresh_sample_one(cpu, &refresh_round_samples[cpu]))
 			continue;
 		sampled[cpu / bits] |= 1ul << (cpu % bits);
+		if (refresh_round_samples[cpu].width_ns < narrowest.width_ns)
+			narrowest = refresh_round_samples[cpu];
 		if (calib_slope_estimate(&c->calib, &refresh_round_samples[cpu], &estimate,
 					 &uncertainty) &&
 		    uncertainty < best_uncertainty) {
@@ -307,13 +311,16 @@ unsigned refresh_round(uint64_t next_interval_ns)
 		}
 	}
 	for (uint32_t cpu = 0; cpu < CPU_MAX_CPUS; cpu++) {
+		struct calib_sample aimed;
+
 		if (sampled[cpu / bits] == 0) {
 			cpu += bits - 1;
 			continue;
 		}
 		if (!refresh_mask_has(sampled, cpu))
 			continue;
-		refresh_update_one(cpu, &refresh_round_samples[cpu], next_interval_ns, shared_mult);
+		aimed = calib_sample_toward(refresh_round_samples[cpu], narrowest, shared_mult);
+		refresh_update_one(cpu, &aimed, next_interval_ns, shared_mult);
 	}
 	for (uint32_t cpu = 0; cpu < CPU_MAX_CPUS; cpu++) {
 		struct refresh_cpu *c = &refresh_cpus[cpu];

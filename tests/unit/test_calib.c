@@ -863,6 +863,7 @@ static void calib_shared_round(struct calib_cpu cpus[2], const struct calib_samp
 			       uint64_t next_interval_ns, enum calib_outcome expected)
 {
 	uint64_t shared = 0, best = UINT64_MAX;
+	unsigned narrowest = samples[1].width_ns < samples[0].width_ns ? 1 : 0;
 
 	for (unsigned i = 0; i < 2; i++) {
 		uint64_t mult, uncertainty;
@@ -873,10 +874,13 @@ static void calib_shared_round(struct calib_cpu cpus[2], const struct calib_samp
 			shared = mult;
 		}
 	}
-	for (unsigned i = 0; i < 2; i++)
+	for (unsigned i = 0; i < 2; i++) {
+		struct calib_sample aimed =
+		    calib_sample_toward(samples[i], samples[narrowest], shared);
+
 		ck_assert_int_eq(
-		    calib_cpu_update_shared(&cpus[i], &samples[i], next_interval_ns, shared),
-		    expected);
+		    calib_cpu_update_shared(&cpus[i], &aimed, next_interval_ns, shared), expected);
+	}
 }
 
 START_TEST(test_calib_shared_slope)
@@ -915,6 +919,67 @@ START_TEST(test_calib_shared_slope)
 				  width + ROUNDING_NS);
 		fake_advance(&fake, after / 8);
 	}
+}
+END_TEST
+
+/* A CPU whose sandwiches were all widened (preempted, a busy host) has a
+ * midpoint far from the truth; aimed within its sandwich at the narrowest
+ * one, its line still agrees with the other CPU's to within that one's
+ * noise, not its own. Drawn through its own midpoint it would be 900 ns
+ * off. */
+START_TEST(test_calib_wide_sandwich_aimed)
+{
+	const uint64_t narrow = 40, wide = 2000, baseline = 20000000, next = 40000000;
+	struct fake_clock fake;
+	struct calib_cpu cpus[2];
+	struct calib_sample samples[2];
+
+	fake_init(&fake, _i, 10);
+	calib_cpu_reset(&cpus[0]);
+	calib_cpu_reset(&cpus[1]);
+	samples[0] = fake_sample(&fake, 0, narrow);
+	samples[1] = fake_sample(&fake, 0, narrow);
+	calib_shared_round(cpus, samples, baseline, CALIB_NEED_MORE);
+	fake_advance(&fake, baseline);
+	samples[0] = fake_sample(&fake, 0, narrow);
+	samples[1] = fake_sample(&fake, 0, narrow);
+	calib_shared_round(cpus, samples, next, CALIB_FIRST_LINE);
+	fake_advance(&fake, next);
+	samples[0] = fake_sample(&fake, 5, narrow);
+	fake_advance(&fake, 20000);
+	samples[1] = fake_sample(&fake, 900, wide);
+	calib_shared_round(cpus, samples, next, CALIB_CONTINUED);
+	for (unsigned step = 0; step <= 8; step++) {
+		ck_assert_uint_le(calib_abs((int64_t)(calib_line_eval(cpus[0].line, fake.tsc) -
+						      calib_line_eval(cpus[1].line, fake.tsc))),
+				  narrow + ROUNDING_NS);
+		fake_advance(&fake, next / 8);
+	}
+}
+END_TEST
+
+/* Aiming moves a midpoint to the reference's value where the sandwich
+ * contains it, to the sandwich's edge where it does not, backwards in the
+ * counter as well as forwards, and not at all without a slope. */
+START_TEST(test_calib_sample_toward)
+{
+	const uint64_t mult = 1ull << 63; /* 0.5 ns per tick */
+	struct calib_sample reference = { .tsc = 1000000, .ns = 5000000, .width_ns = 30 };
+	struct calib_sample sample = { .tsc = 1000200, .ns = 5000120, .width_ns = 100 };
+	struct calib_sample moved;
+
+	moved = calib_sample_toward(sample, reference, mult);
+	ck_assert_uint_eq(moved.ns, 5000100);
+	ck_assert_uint_eq(moved.tsc, sample.tsc);
+	ck_assert_uint_eq(moved.width_ns, sample.width_ns);
+	sample.ns = 5000400;
+	ck_assert_uint_eq(calib_sample_toward(sample, reference, mult).ns, 5000350);
+	sample.ns = 4999900;
+	ck_assert_uint_eq(calib_sample_toward(sample, reference, mult).ns, 4999950);
+	sample.tsc = 999800;
+	sample.ns = 4999880;
+	ck_assert_uint_eq(calib_sample_toward(sample, reference, mult).ns, 4999900);
+	ck_assert_uint_eq(calib_sample_toward(sample, reference, 0).ns, 4999880);
 }
 END_TEST
 
@@ -1014,6 +1079,8 @@ Suite *suite_calib(void)
 	tcase_add_loop_test(tc, test_calib_shared_slope, 0, CALIB_CASES);
 	tcase_add_loop_test(tc, test_calib_shared_slope_disagrees, 0, CALIB_CASES);
 	tcase_add_loop_test(tc, test_calib_slope_estimate, 0, CALIB_CASES);
+	tcase_add_loop_test(tc, test_calib_wide_sandwich_aimed, 0, CALIB_CASES);
+	tcase_add_test(tc, test_calib_sample_toward);
 	tcase_add_loop_test(tc, test_calib_medium_kernel_jump, 0, CALIB_CASES);
 	tcase_add_loop_test(tc, test_calib_large_kernel_jump, 0, CALIB_CASES);
 	suite_add_tcase(suite, tc);
