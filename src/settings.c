@@ -132,6 +132,20 @@ static uint32_t settings_hwcaps(settings_lookup_fn lookup, settings_warn_fn warn
 	return hidden;
 }
 
+/* Features to treat as absent because an emulator runs the program:
+ * valgrind shows its client a synthetic CPUID that advertises rdtscp even
+ * on hosts whose CPU lacks it, and its emulator then stops the program with
+ * SIGILL at the first rdtscp. It preloads its vgpreload_core library into
+ * every client, which is how it is recognised. */
+static uint32_t settings_emulator_hwcaps(settings_lookup_fn lookup)
+{
+	const char *preload = lookup("LD_PRELOAD");
+
+	if (preload != NULL && strstr(preload, "vgpreload_core") != NULL)
+		return CPU_HWCAP_RDTSCP;
+	return 0;
+}
+
 void settings_load(struct settings *settings, settings_lookup_fn lookup, settings_warn_fn warn)
 {
 	const char *mode, *interval;
@@ -139,7 +153,7 @@ void settings_load(struct settings *settings, settings_lookup_fn lookup, setting
 	settings->disabled = settings_bool(lookup, warn, "FASTTIME_DISABLE");
 	settings->debug = settings_bool(lookup, warn, "FASTTIME_DEBUG");
 	settings->force = settings_bool(lookup, warn, "FASTTIME_FORCE");
-	settings->hidden_hwcaps = settings_hwcaps(lookup, warn);
+	settings->hidden_hwcaps = settings_hwcaps(lookup, warn) | settings_emulator_hwcaps(lookup);
 
 	settings->relaxed = false;
 	mode = lookup("FASTTIME_MODE");

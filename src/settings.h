@@ -16,7 +16,8 @@ struct settings {
 	bool debug;		/* FASTTIME_DEBUG: calibration events on stderr */
 	bool force;		/* FASTTIME_FORCE: the TSC even where libc measured faster */
 	uint32_t interval_ms;	/* FASTTIME_INTERVAL_MS */
-	uint32_t hidden_hwcaps; /* FASTTIME_HWCAPS: CPU_HWCAP_* bits treated as absent */
+	uint32_t hidden_hwcaps; /* CPU_HWCAP_* bits treated as absent: FASTTIME_HWCAPS,
+				 * and rdtscp under valgrind (its CPUID is synthetic) */
 };
 
 /* Looks up one variable; secure_getenv in the library, a table in tests. */

@@ -340,6 +340,38 @@ START_TEST(test_settings_hwcaps)
 }
 END_TEST
 
+/* Under valgrind (its preload library in LD_PRELOAD) rdtscp is treated as
+ * absent, silently, whatever FASTTIME_HWCAPS says; other preloads change
+ * nothing. */
+START_TEST(test_settings_hwcaps_under_valgrind)
+{
+	static const struct {
+		const char *preload;
+		const char *hwcaps;
+		uint32_t hidden;
+	} cases[] = {
+		{ "/usr/libexec/valgrind/vgpreload_core-amd64-linux.so", NULL, CPU_HWCAP_RDTSCP },
+		{ "/usr/lib/libfasttime.so /usr/libexec/valgrind/vgpreload_core-amd64-linux.so:"
+		  "/usr/libexec/valgrind/vgpreload_memcheck-amd64-linux.so",
+		  "-rseq", CPU_HWCAP_RDTSCP | CPU_HWCAP_RSEQ },
+		{ "/usr/lib/libfasttime.so", NULL, 0 },
+		{ "", "-rseq", CPU_HWCAP_RSEQ },
+	};
+	struct settings settings;
+
+	for (unsigned i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		settings_test_clear();
+		settings_test_set("LD_PRELOAD", cases[i].preload);
+		if (cases[i].hwcaps != NULL)
+			settings_test_set("FASTTIME_HWCAPS", cases[i].hwcaps);
+		settings_test_load(&settings);
+		ck_assert_msg(settings.hidden_hwcaps == cases[i].hidden, "\"%s\" hid %#x",
+			      cases[i].preload, settings.hidden_hwcaps);
+		ck_assert_uint_eq(settings_test_warning_count, 0);
+	}
+}
+END_TEST
+
 /* An item it cannot use (unknown, without its minus, a prefix of a known
  * name) gets one warning line naming it, whatever else is wrong, and the
  * known items around it still apply. */
@@ -397,6 +429,7 @@ Suite *suite_settings(void)
 	tcase_add_test(tc, test_settings_long_value);
 	tcase_add_test(tc, test_settings_hwcaps);
 	tcase_add_test(tc, test_settings_hwcaps_unusable);
+	tcase_add_test(tc, test_settings_hwcaps_under_valgrind);
 	suite_add_tcase(suite, tc);
 	return suite;
 }
