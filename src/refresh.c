@@ -599,9 +599,9 @@ static uint64_t refresh_next_deadline(uint64_t scheduled_ns)
 /* The thread runs as an ordinary thread whatever its creator runs: a
  * SCHED_FIFO first caller must not give ten wake-ups a second real-time
  * priority over the host's work, and a SCHED_IDLE or niced one must not
- * starve the calibration. Done from inside, best effort: a creator that
- * asks for an explicit policy makes pthread_create fail outright where the
- * process may not set it, and leaving SCHED_IDLE or a positive nice needs
+ * starve the calibration. Done from inside, best effort: an explicit policy
+ * in the attributes would make pthread_create itself fail where the process
+ * may not set it, and leaving SCHED_IDLE or a positive nice needs
  * CAP_SYS_NICE or RLIMIT_NICE. */
 static void refresh_own_scheduling(void)
 {
