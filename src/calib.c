@@ -182,7 +182,8 @@ enum calib_outcome calib_cpu_update_shared(struct calib_cpu *cpu, const struct c
 	slope = calib_line_slope(measured, shared_mult);
 
 	/* Continue from where readers are now, aiming at the kernel's clock one
-	 * interval ahead: slope = measured + error / next_ticks. */
+	 * interval ahead: slope + error / next_ticks, where the slope is the
+	 * machine's (calib.h) or this CPU's own. */
 	next_ticks = calib_ticks_for_ns(slope, next_interval_ns);
 	if (next_ticks == 0)
 		return calib_cpu_step(cpu, sample);
