@@ -883,6 +883,20 @@ static void calib_shared_round(struct calib_cpu cpus[2], const struct calib_samp
 	}
 }
 
+/* Over the next span (nine points, its ends included), the two CPUs' lines
+ * never differ by more than bound_ns; the clock moves on by span. */
+static void calib_assert_lines_agree(const struct calib_cpu cpus[2], struct fake_clock *fake,
+				     uint64_t span, uint64_t bound_ns)
+{
+	for (unsigned step = 0; step <= 8; step++) {
+		if (step > 0)
+			fake_advance(fake, span / 8);
+		ck_assert_uint_le(calib_abs((int64_t)(calib_line_eval(cpus[0].line, fake->tsc) -
+						      calib_line_eval(cpus[1].line, fake->tsc))),
+				  bound_ns);
+	}
+}
+
 START_TEST(test_calib_shared_slope)
 {
 	const uint64_t width = 50, baseline = 15000000, next = 40000000, after = 160000000;
@@ -904,21 +918,11 @@ START_TEST(test_calib_shared_slope)
 	ck_assert_uint_eq(cpus[0].line.mult, cpus[1].line.mult);
 	ck_assert_uint_ne(cpus[0].slope_mult, cpus[1].slope_mult);
 
-	for (uint64_t t = 0; t < next; t += next / 8) {
-		ck_assert_uint_le(calib_abs((int64_t)(calib_line_eval(cpus[0].line, fake.tsc) -
-						      calib_line_eval(cpus[1].line, fake.tsc))),
-				  width + ROUNDING_NS);
-		fake_advance(&fake, next / 8);
-	}
+	calib_assert_lines_agree(cpus, &fake, next, width + ROUNDING_NS);
 	samples[0] = fake_sample(&fake, 0, width);
 	samples[1] = fake_sample(&fake, 0, width);
 	calib_shared_round(cpus, samples, after, CALIB_CONTINUED);
-	for (uint64_t t = 0; t < after; t += after / 8) {
-		ck_assert_uint_le(calib_abs((int64_t)(calib_line_eval(cpus[0].line, fake.tsc) -
-						      calib_line_eval(cpus[1].line, fake.tsc))),
-				  width + ROUNDING_NS);
-		fake_advance(&fake, after / 8);
-	}
+	calib_assert_lines_agree(cpus, &fake, after, width + ROUNDING_NS);
 }
 END_TEST
 
@@ -949,12 +953,7 @@ START_TEST(test_calib_wide_sandwich_aimed)
 	fake_advance(&fake, 20000);
 	samples[1] = fake_sample(&fake, 900, wide);
 	calib_shared_round(cpus, samples, next, CALIB_CONTINUED);
-	for (unsigned step = 0; step <= 8; step++) {
-		ck_assert_uint_le(calib_abs((int64_t)(calib_line_eval(cpus[0].line, fake.tsc) -
-						      calib_line_eval(cpus[1].line, fake.tsc))),
-				  narrow + ROUNDING_NS);
-		fake_advance(&fake, next / 8);
-	}
+	calib_assert_lines_agree(cpus, &fake, next, narrow + ROUNDING_NS);
 }
 END_TEST
 
