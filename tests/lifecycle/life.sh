@@ -42,8 +42,9 @@ life_run() {
 # Runs life_run NAME [ARGS] once in each reading this machine can take:
 # ordered (rdtscp where the CPU advertises it, else lfence; rdtsc with the
 # rseq CPU id), relaxed (rdtsc with the rseq CPU id), ordered with rdtscp
-# hidden (lfence; rdtsc) where the CPU has rdtscp, and relaxed with glibc's
-# rseq off (the CPU id from getcpu). Fails as soon as one fails; skips only
+# hidden (lfence; rdtsc) where the CPU has rdtscp, relaxed with glibc's
+# rseq off (the CPU id from getcpu), and ordered and relaxed without
+# FASTTIME_FORCE, as users run them. Fails as soon as one fails; skips only
 # when every reading skips.
 life_run_each_reading() {
 	life_status=77
@@ -51,7 +52,9 @@ life_run_each_reading() {
 	if grep -qw rdtscp /proc/cpuinfo 2>/dev/null; then
 		life_readings="$life_readings ordered-lfence"
 	fi
-	life_readings="$life_readings relaxed-norseq"
+	# And each mode as users get it: the library's own per-API choice, not
+	# forced (a run whose choice left the clock to libc skips).
+	life_readings="$life_readings relaxed-norseq ordered-chosen relaxed-chosen"
 	for life_reading in $life_readings; do
 		echo "--- reading: $life_reading"
 		(
@@ -67,6 +70,10 @@ life_run_each_reading() {
 				FASTTIME_MODE=relaxed
 				GLIBC_TUNABLES=${GLIBC_TUNABLES:+$GLIBC_TUNABLES:}glibc.pthread.rseq=0
 				export GLIBC_TUNABLES
+				;;
+			ordered-chosen | relaxed-chosen)
+				FASTTIME_MODE=${life_reading%-chosen}
+				FASTTIME_FORCE=0
 				;;
 			esac
 			export FASTTIME_MODE
