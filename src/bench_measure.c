@@ -130,7 +130,7 @@ static __attribute__((noinline)) void bench_measure_loop_rdtsc(unsigned n)
 
 /* The same for the ordered mode's instruction: rdtscp where the CPU
  * advertises it, else lfence; rdtsc. */
-static __attribute__((noinline)) void bench_measure_loop_rdtscp(unsigned n)
+static __attribute__((noinline)) void bench_measure_loop_ordered(unsigned n)
 {
 	if (!bench_measure_ordered_is_rdtscp) {
 		for (unsigned i = 0; i < n; i++)
@@ -151,7 +151,7 @@ const char *bench_measure_ordered_instruction(void)
 }
 
 static const bench_measure_loop_fn bench_measure_bare_loops[BENCH_BARES] = {
-	bench_measure_loop_rdtsc, bench_measure_loop_rdtscp
+	bench_measure_loop_rdtsc, bench_measure_loop_ordered
 };
 
 /* Per-call cost of MONOTONIC in batches, into a histogram of tenths of ns. */
@@ -395,12 +395,13 @@ bool bench_measure_start_engine(const struct cpu_facts *facts)
 	struct settings settings = { .interval_ms = SETTINGS_DEFAULT_INTERVAL_MS };
 
 	struct cpu_reading reading;
+	const char *no_ordered_reading = cpu_choose_reading(facts, false, &reading);
 
 	/* Ordered mode where the CPU has no ordered read: measured as relaxed,
 	 * which the report says. */
-	if (cpu_choose_reading(facts, false, &reading) != NULL) {
+	if (no_ordered_reading != NULL) {
 		fprintf(stderr, "fasttime-bench: %s; the ordered column reads as relaxed\n",
-			cpu_choose_reading(facts, false, &reading));
+			no_ordered_reading);
 		cpu_choose_reading(facts, true, &reading);
 	}
 	bench_measure_ordered_flags = clock_flags_for_reading(reading);

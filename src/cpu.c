@@ -139,7 +139,6 @@ void cpu_probe_kernel(struct cpu_facts *facts)
 	char path[128];
 	char available[256];
 
-	facts->kernel_probed = true;
 	strcpy(path, dir);
 	strcat(path, "current_clocksource");
 	if (!cpu_read_small_file(path, facts->clocksource, sizeof facts->clocksource))
@@ -241,7 +240,7 @@ bool cpu_parse_list(const char *text, unsigned long *mask, unsigned words)
 		if (last < first || last >= words * bits)
 			return false;
 		for (unsigned long cpu = first; cpu <= last; cpu++)
-			mask[cpu / bits] |= 1ul << (cpu % bits);
+			cpu_mask_set(mask, (uint32_t)cpu);
 		if (*p == ',')
 			p++;
 		else if (*p != '\0' && *p != '\n')

@@ -43,7 +43,6 @@ struct cpu_facts {
 	bool lfence_serializing; /* lfence waits for every earlier instruction */
 	bool has_avx;		 /* 16-byte aligned loads are atomic */
 	bool has_cmpxchg16b;	 /* CPUID 1 ECX bit 13 */
-	bool kernel_probed;	 /* cpu_probe_kernel has run */
 	bool kernel_offers_tsc;	 /* "tsc" is among the available clocksources */
 	bool rseq_registered;	 /* glibc registered rseq for this thread */
 	enum cpu_clocksource_kind clocksource_kind;
@@ -94,6 +93,40 @@ enum cpu_clocksource_kind cpu_classify_clocksource(const char *name);
 bool cpu_parse_list(const char *text, unsigned long *mask, unsigned words);
 /* The online CPUs, from sysfs; false when the file cannot be read. */
 bool cpu_online_mask(unsigned long *mask, unsigned words);
+
+/* Whether cpu's bit is set in a mask of unsigned longs (a cpu_set_t's
+ * layout, as the kernel's CPU lists are parsed into). */
+static inline bool cpu_mask_has(const unsigned long *mask, uint32_t cpu)
+{
+	const unsigned bits = 8 * sizeof(unsigned long);
+
+	return (mask[cpu / bits] >> (cpu % bits)) & 1;
+}
+
+static inline void cpu_mask_set(unsigned long *mask, uint32_t cpu)
+{
+	const unsigned bits = 8 * sizeof(unsigned long);
+
+	mask[cpu / bits] |= 1ul << (cpu % bits);
+}
+
+/* The first CPU at or after from whose bit is set in a mask of words
+ * words; words * the bits of a word when there is none. Whole empty words
+ * are skipped at once: masks are mostly empty on large machines. */
+static inline uint32_t cpu_mask_next(const unsigned long *mask, unsigned words, uint32_t from)
+{
+	const unsigned bits = 8 * sizeof(unsigned long);
+
+	for (uint32_t cpu = from; cpu < words * bits; cpu++) {
+		if (mask[cpu / bits] == 0) {
+			cpu |= bits - 1;
+			continue;
+		}
+		if (cpu_mask_has(mask, cpu))
+			return cpu;
+	}
+	return words * bits;
+}
 
 static inline uint64_t cpu_rdtsc(void)
 {

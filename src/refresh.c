@@ -105,18 +105,16 @@ uint64_t refresh_interval_after(unsigned round, uint64_t configured_ns)
 static bool refresh_pin(uint32_t cpu)
 {
 	unsigned long one[REFRESH_MASK_WORDS];
-	const unsigned bits = 8 * sizeof(unsigned long);
-
 	memset(one, 0, sizeof one);
-	one[cpu / bits] = 1ul << (cpu % bits);
+	cpu_mask_set(one, cpu);
 	return sched_setaffinity(0, sizeof one, (cpu_set_t *)one) == 0;
 }
 
-static bool refresh_mask_has(const unsigned long *mask, uint32_t cpu)
+/* Whether cpu's line answers readers: the thread could run there, its
+ * calibration has not been dropped, and it has a line. */
+static bool refresh_cpu_answers(const struct refresh_cpu *c)
 {
-	const unsigned bits = 8 * sizeof(unsigned long);
-
-	return (mask[cpu / bits] >> (cpu % bits)) & 1;
+	return c->allowed && !c->dropped && c->calib.line.mult != 0;
 }
 
 /* Runs the thread anywhere among the CPUs the last round could pin to, so
@@ -263,7 +261,6 @@ static bool refresh_cpu_steady(const struct refresh_cpu *c)
 
 unsigned refresh_round(uint64_t next_interval_ns)
 {
-	const unsigned bits = 8 * sizeof(unsigned long);
 	unsigned long visit[REFRESH_MASK_WORDS];
 	uint64_t round_start_tsc = cpu_read_stamp(refresh_sample_reading).tsc;
 	unsigned long sampled[REFRESH_MASK_WORDS];
@@ -281,26 +278,21 @@ unsigned refresh_round(uint64_t next_interval_ns)
 	/* First every CPU's sample, then the machine's slope from the least
 	 * uncertain of them, then every line drawn with it and aimed, within
 	 * its own sandwich, at the round's narrowest sandwich (calib.h). */
-	for (uint32_t cpu = 0; cpu < CPU_MAX_CPUS; cpu++) {
+	for (uint32_t cpu = cpu_mask_next(visit, REFRESH_MASK_WORDS, 0); cpu < CPU_MAX_CPUS;
+	     cpu = cpu_mask_next(visit, REFRESH_MASK_WORDS, cpu + 1)) {
 		struct refresh_cpu *c = &refresh_cpus[cpu];
 		uint64_t estimate, uncertainty;
 
-		if (visit[cpu / bits] == 0) {
-			cpu += bits - 1;
-			continue;
-		}
-		if (!refresh_mask_has(visit, cpu))
-			continue;
 		/* Outside this process's cpuset the kernel refuses the pin:
 		 * no thread of the process can run there either. */
 		c->allowed = refresh_pin(cpu);
 		if (!c->allowed)
 			continue;
-		refresh_usable_mask[cpu / bits] |= 1ul << (cpu % bits);
+		cpu_mask_set(refresh_usable_mask, cpu);
 		usable++;
 		if (!refresh_sample_one(cpu, &refresh_round_samples[cpu]))
 			continue;
-		sampled[cpu / bits] |= 1ul << (cpu % bits);
+		cpu_mask_set(sampled, cpu);
 		if (refresh_round_samples[cpu].width_ns < narrowest.width_ns)
 			narrowest = refresh_round_samples[cpu];
 		if (calib_slope_estimate(&c->calib, &refresh_round_samples[cpu], &estimate,
@@ -310,24 +302,19 @@ unsigned refresh_round(uint64_t next_interval_ns)
 			shared_mult = estimate;
 		}
 	}
-	for (uint32_t cpu = 0; cpu < CPU_MAX_CPUS; cpu++) {
-		struct calib_sample aimed;
+	for (uint32_t cpu = cpu_mask_next(sampled, REFRESH_MASK_WORDS, 0); cpu < CPU_MAX_CPUS;
+	     cpu = cpu_mask_next(sampled, REFRESH_MASK_WORDS, cpu + 1)) {
+		struct calib_sample aimed =
+		    calib_sample_toward(refresh_round_samples[cpu], narrowest, shared_mult);
 
-		if (sampled[cpu / bits] == 0) {
-			cpu += bits - 1;
-			continue;
-		}
-		if (!refresh_mask_has(sampled, cpu))
-			continue;
-		aimed = calib_sample_toward(refresh_round_samples[cpu], narrowest, shared_mult);
 		refresh_update_one(cpu, &aimed, next_interval_ns, shared_mult);
 	}
-	for (uint32_t cpu = 0; cpu < CPU_MAX_CPUS; cpu++) {
+	for (uint32_t cpu = cpu_mask_next(refresh_usable_mask, REFRESH_MASK_WORDS, 0);
+	     cpu < CPU_MAX_CPUS;
+	     cpu = cpu_mask_next(refresh_usable_mask, REFRESH_MASK_WORDS, cpu + 1)) {
 		struct refresh_cpu *c = &refresh_cpus[cpu];
 
-		if (!refresh_mask_has(refresh_usable_mask, cpu))
-			continue;
-		if (c->calib.line.mult != 0 && !c->dropped) {
+		if (refresh_cpu_answers(c)) {
 			with_line++;
 			mult = c->calib.slope_mult;
 			steady = steady && refresh_cpu_steady(c);
@@ -365,9 +352,7 @@ static bool refresh_cpu_for_choice(uint32_t *cpu_out)
 {
 	for (uint32_t i = 1; i <= CPU_MAX_CPUS; i++) {
 		uint32_t cpu = (refresh_choice.cpu + i) % CPU_MAX_CPUS;
-		const struct refresh_cpu *c = &refresh_cpus[cpu];
-
-		if (c->allowed && !c->dropped && c->calib.line.mult != 0) {
+		if (refresh_cpu_answers(&refresh_cpus[cpu])) {
 			*cpu_out = cpu;
 			return true;
 		}
@@ -442,8 +427,7 @@ bool refresh_choose_now(void)
 	unsigned with_line = 0, rejected = refresh_choice.rejected;
 
 	for (uint32_t cpu = 0; cpu < CPU_MAX_CPUS; cpu++)
-		with_line += refresh_cpus[cpu].allowed && !refresh_cpus[cpu].dropped &&
-			     refresh_cpus[cpu].calib.line.mult != 0;
+		with_line += refresh_cpu_answers(&refresh_cpus[cpu]);
 	if (with_line == 0)
 		return false;
 	refresh_apis_chosen = false;

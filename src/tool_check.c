@@ -66,7 +66,7 @@ struct tool_check_pair {
 	unsigned trips;	      /* completed round trips */
 	bool stalled;	      /* B stopped answering */
 	uint64_t *t1, *t2, *t3;
-	uint32_t *aux1, *aux2, *aux3; /* the CPU each read was taken on */
+	uint32_t *cpu1, *cpu2, *cpu3; /* the CPU each read was taken on */
 };
 
 /* What one pair's round trips say about B's offset. */
@@ -137,7 +137,7 @@ static void *tool_check_partner(void *arg)
 		while (__atomic_load_n(&pair->channel.seq, __ATOMIC_ACQUIRE) != request)
 			if (__atomic_load_n(&pair->stop, __ATOMIC_ACQUIRE))
 				return NULL;
-		pair->t2[i] = tool_check_tsc(&pair->aux2[i]);
+		pair->t2[i] = tool_check_tsc(&pair->cpu2[i]);
 		__atomic_store_n(&pair->channel.seq, request + 1, __ATOMIC_RELEASE);
 	}
 	return NULL;
@@ -174,13 +174,13 @@ static void *tool_check_reference(void *arg)
 	for (unsigned i = 0; i < pair->capacity; i++) {
 		uint64_t request = 2 * (uint64_t)i + 1;
 
-		pair->t1[i] = tool_check_tsc(&pair->aux1[i]);
+		pair->t1[i] = tool_check_tsc(&pair->cpu1[i]);
 		__atomic_store_n(&pair->channel.seq, request, __ATOMIC_RELEASE);
 		if (!tool_check_wait_answer(pair, request + 1)) {
 			stalled = true;
 			break;
 		}
-		pair->t3[i] = tool_check_tsc(&pair->aux3[i]);
+		pair->t3[i] = tool_check_tsc(&pair->cpu3[i]);
 		trips = i + 1;
 		if (i % 64 == 63 && tool_check_now_ns() > pair->deadline_ns)
 			break;
@@ -250,8 +250,8 @@ static void tool_check_analyse(const struct tool_check_pair *pair, struct tool_c
 		int64_t upper = (int64_t)(pair->t2[i] - pair->t1[i]);
 		int64_t lower = (int64_t)(pair->t2[i] - pair->t3[i]);
 
-		if (pair->aux1[i] != pair->reference || pair->aux3[i] != pair->reference ||
-		    pair->aux2[i] != pair->cpu)
+		if (pair->cpu1[i] != pair->reference || pair->cpu3[i] != pair->reference ||
+		    pair->cpu2[i] != pair->cpu)
 			continue;
 		r->used++;
 		if (upper < r->high)
@@ -312,10 +312,10 @@ static bool tool_check_alloc(struct tool_check_pair *pair)
 	pair->t1 = calloc(TOOL_CHECK_TRIPS, sizeof *pair->t1);
 	pair->t2 = calloc(TOOL_CHECK_TRIPS, sizeof *pair->t2);
 	pair->t3 = calloc(TOOL_CHECK_TRIPS, sizeof *pair->t3);
-	pair->aux1 = calloc(TOOL_CHECK_TRIPS, sizeof *pair->aux1);
-	pair->aux2 = calloc(TOOL_CHECK_TRIPS, sizeof *pair->aux2);
-	pair->aux3 = calloc(TOOL_CHECK_TRIPS, sizeof *pair->aux3);
-	return pair->t1 && pair->t2 && pair->t3 && pair->aux1 && pair->aux2 && pair->aux3;
+	pair->cpu1 = calloc(TOOL_CHECK_TRIPS, sizeof *pair->cpu1);
+	pair->cpu2 = calloc(TOOL_CHECK_TRIPS, sizeof *pair->cpu2);
+	pair->cpu3 = calloc(TOOL_CHECK_TRIPS, sizeof *pair->cpu3);
+	return pair->t1 && pair->t2 && pair->t3 && pair->cpu1 && pair->cpu2 && pair->cpu3;
 }
 
 /* Frees what tool_check_alloc got, also after a partial failure. */
@@ -324,9 +324,9 @@ static void tool_check_free(struct tool_check_pair *pair)
 	free(pair->t1);
 	free(pair->t2);
 	free(pair->t3);
-	free(pair->aux1);
-	free(pair->aux2);
-	free(pair->aux3);
+	free(pair->cpu1);
+	free(pair->cpu2);
+	free(pair->cpu3);
 }
 
 int tool_check_run(void)

@@ -263,13 +263,12 @@ static void tool_info_print_costs(const struct cpu_facts *facts)
 static unsigned tool_info_cpus(uint32_t *cpus, bool visited)
 {
 	static unsigned long online[CPU_MAX_CPUS / (8 * sizeof(unsigned long))];
-	const unsigned bits = 8 * sizeof(unsigned long);
 	unsigned n = 0;
-	bool have_online = cpu_online_mask(online, CPU_MAX_CPUS / bits);
+	bool have_online = cpu_online_mask(online, sizeof online / sizeof online[0]);
 
 	for (uint32_t cpu = 0; cpu < CPU_MAX_CPUS; cpu++) {
-		bool shown = visited ? refresh_cpus[cpu].allowed
-				     : have_online && ((online[cpu / bits] >> (cpu % bits)) & 1);
+		bool shown =
+		    visited ? refresh_cpus[cpu].allowed : have_online && cpu_mask_has(online, cpu);
 		if (shown)
 			cpus[n++] = cpu;
 	}

@@ -140,19 +140,12 @@ START_TEST(test_cpu_clocksource_kinds)
 }
 END_TEST
 
-static bool cpu_test_has(const unsigned long *mask, unsigned cpu)
-{
-	const unsigned bits = 8 * sizeof(unsigned long);
-
-	return (mask[cpu / bits] >> (cpu % bits)) & 1;
-}
-
 static unsigned cpu_test_count(const unsigned long *mask)
 {
 	unsigned n = 0;
 
 	for (unsigned cpu = 0; cpu < CPU_MAX_CPUS; cpu++)
-		n += cpu_test_has(mask, cpu);
+		n += cpu_mask_has(mask, cpu);
 	return n;
 }
 
@@ -164,19 +157,43 @@ START_TEST(test_cpu_lists)
 
 	ck_assert(cpu_parse_list("0\n", mask, CPU_TEST_WORDS));
 	ck_assert_uint_eq(cpu_test_count(mask), 1);
-	ck_assert(cpu_test_has(mask, 0));
+	ck_assert(cpu_mask_has(mask, 0));
 
 	ck_assert(cpu_parse_list("0-3,8,10-11", mask, CPU_TEST_WORDS));
 	ck_assert_uint_eq(cpu_test_count(mask), 7);
-	ck_assert(cpu_test_has(mask, 3) && cpu_test_has(mask, 8) && cpu_test_has(mask, 11));
-	ck_assert(!cpu_test_has(mask, 4) && !cpu_test_has(mask, 9));
+	ck_assert(cpu_mask_has(mask, 3) && cpu_mask_has(mask, 8) && cpu_mask_has(mask, 11));
+	ck_assert(!cpu_mask_has(mask, 4) && !cpu_mask_has(mask, 9));
 
 	ck_assert(cpu_parse_list("1,63-65,4095", mask, CPU_TEST_WORDS));
 	ck_assert_uint_eq(cpu_test_count(mask), 5);
-	ck_assert(cpu_test_has(mask, 64) && cpu_test_has(mask, 4095));
+	ck_assert(cpu_mask_has(mask, 64) && cpu_mask_has(mask, 4095));
 
 	ck_assert(cpu_parse_list("", mask, CPU_TEST_WORDS));
 	ck_assert_uint_eq(cpu_test_count(mask), 0);
+	ck_assert_uint_eq(cpu_mask_next(mask, CPU_TEST_WORDS, 0), CPU_MAX_CPUS);
+}
+END_TEST
+
+/* Walking a mask visits its CPUs in order, across and past empty words,
+ * from any starting point. */
+START_TEST(test_cpu_mask_walk)
+{
+	static const uint32_t expected[] = { 1, 63, 64, 65, 700, 4095 };
+	unsigned long mask[CPU_TEST_WORDS];
+	unsigned n = 0;
+
+	ck_assert(cpu_parse_list("1,63-65,700,4095", mask, CPU_TEST_WORDS));
+	for (uint32_t cpu = cpu_mask_next(mask, CPU_TEST_WORDS, 0); cpu < CPU_MAX_CPUS;
+	     cpu = cpu_mask_next(mask, CPU_TEST_WORDS, cpu + 1)) {
+		ck_assert_uint_lt(n, sizeof expected / sizeof expected[0]);
+		ck_assert_uint_eq(cpu, expected[n]);
+		n++;
+	}
+	ck_assert_uint_eq(n, sizeof expected / sizeof expected[0]);
+	ck_assert_uint_eq(cpu_mask_next(mask, CPU_TEST_WORDS, 66), 700);
+	ck_assert_uint_eq(cpu_mask_next(mask, CPU_TEST_WORDS, 701), 4095);
+	cpu_mask_set(mask, 2);
+	ck_assert_uint_eq(cpu_mask_next(mask, CPU_TEST_WORDS, 2), 2);
 }
 END_TEST
 
@@ -203,7 +220,7 @@ START_TEST(test_cpu_online_has_this_cpu)
 
 	if (!cpu_online_mask(mask, CPU_TEST_WORDS) || cpu < 0)
 		return;
-	ck_assert(cpu_test_has(mask, (unsigned)cpu));
+	ck_assert(cpu_mask_has(mask, (unsigned)cpu));
 }
 END_TEST
 
@@ -218,6 +235,7 @@ Suite *suite_cpu(void)
 	tcase_add_test(tc, test_cpu_hidden);
 	tcase_add_test(tc, test_cpu_clocksource_kinds);
 	tcase_add_test(tc, test_cpu_lists);
+	tcase_add_test(tc, test_cpu_mask_walk);
 	tcase_add_test(tc, test_cpu_bad_lists);
 	tcase_add_test(tc, test_cpu_online_has_this_cpu);
 	suite_add_tcase(s, tc);
