@@ -559,7 +559,7 @@ static void refresh_wait(uint64_t deadline_ns)
  * first one sooner: with sandwiches a microsecond wide (a kernel clock that
  * is a system call) the fixed schedule would give the first line only in
  * its fifth round, 850 ms in; this gives it about 300 ms in. */
-static uint64_t refresh_next_deadline(uint64_t scheduled_ns)
+uint64_t refresh_next_deadline(uint64_t scheduled_ns)
 {
 	uint64_t deadline = scheduled_ns;
 

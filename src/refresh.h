@@ -105,6 +105,11 @@ bool refresh_calibrate_now(void);
  * the tests, after refresh_calibrate_now. False when the measurement was
  * thrown away or no CPU has a line. */
 bool refresh_choose_now(void);
+/* When the refresh thread next wakes: scheduled_ns, or sooner when a CPU
+ * without a line can have its first one sooner (its anchor's sandwich
+ * over the baseline the first-line rule needs, plus a tenth); from
+ * refresh_cpus. */
+uint64_t refresh_next_deadline(uint64_t scheduled_ns);
 /* The interval after round number round (0-based). */
 uint64_t refresh_interval_after(unsigned round, uint64_t configured_ns);
 

@@ -30,14 +30,12 @@ beneath() {
 beneath_apis='clock_gettime(CLOCK_MONOTONIC) clock_gettime(CLOCK_REALTIME) gettimeofday time timespec_get(TIME_UTC)'
 beneath_rows='clock_gettime(CLOCK_MONOTONIC) clock_gettime(CLOCK_REALTIME) gettimeofday timespec_get(TIME_UTC)'
 
-# The first choice must come within this many seconds of the refresh
-# thread's start: a liveness bound, not a speed figure. The first line
-# waits until the sandwiches' width leaves its slope certain enough; with
-# system-call sandwiches (about 1.1 us on a KVM guest) that is about 300 ms
-# of baseline, and the thread wakes for it (calib_first_line_due_ns), so
-# the choice comes 0.40 to 0.45 s in. On the fixed 10/40/160/640 ms
-# schedule alone it came 0.93 to 1.05 s in, and this bound failed.
-beneath_choice_limit_s=1.0
+# When the first choice came is printed, never judged: no test asserts a
+# duration (the machines are shared and noisy). That the thread wakes for
+# the first line as soon as the sandwiches allow it, rather than on its
+# fixed 10/40/160/640 ms schedule (0.93 to 1.05 s in, with system-call
+# sandwiches), is unit-tested: test_calib_first_line_due and
+# test_refresh_wakes_for_first_line.
 
 beneath_failures=0
 
@@ -79,15 +77,13 @@ beneath_accuracy() {
 		test "$back" = 0 || beneath_fail "$row: '$back' backward steps"
 	done
 
-	# The first choice, within the liveness bound above.
+	# The first choice, as the library logged it.
 	chosen=$(sed -n 's/.*entry points chosen after round.* \([0-9][0-9]*\.[0-9]*\) s after start.*/\1/p' \
 		"$beneath_tmp/err" | head -n 1)
 	if test -z "$chosen"; then
 		beneath_fail "no 'entry points chosen after round N, X s after start' line"
-	elif ! awk -v s="$chosen" -v limit="$beneath_choice_limit_s" 'BEGIN { exit !(s + 0 < limit + 0) }'; then
-		beneath_fail "entry points chosen $chosen s after start, not within $beneath_choice_limit_s s"
 	else
-		echo "entry points chosen $chosen s after start (bound $beneath_choice_limit_s s)"
+		echo "entry points chosen $chosen s after start"
 	fi
 
 	test "$beneath_failures" -eq 0 || exit 1

@@ -79,6 +79,37 @@ START_TEST(test_refresh_start_pending_after_fork)
 }
 END_TEST
 
+/* The thread wakes for a first line when the anchor's sandwich allows one,
+ * not on its fixed schedule: with 1.2 us sandwiches (a kernel clock that
+ * is a system call) 330 ms after the anchor instead of 850 ms into the
+ * schedule. CPUs with a line, dropped ones and those it cannot run on do
+ * not wake it; an earlier schedule stands. */
+START_TEST(test_refresh_wakes_for_first_line)
+{
+	const uint64_t anchor_ns = 1000000000, scheduled = anchor_ns + 850000000;
+	const uint64_t due = anchor_ns + 300000000 + 30000000;
+	struct refresh_cpu *c = &refresh_cpus[3];
+
+	memset(refresh_cpus, 0, sizeof refresh_cpus);
+	ck_assert_uint_eq(refresh_next_deadline(scheduled), scheduled);
+	c->allowed = true;
+	c->calib.has_anchor = true;
+	c->calib.anchor.ns = anchor_ns;
+	c->calib.anchor.width_ns = 1200;
+	ck_assert_uint_eq(refresh_next_deadline(scheduled), due);
+	ck_assert_uint_eq(refresh_next_deadline(anchor_ns + 100000000), anchor_ns + 100000000);
+	c->dropped = true;
+	ck_assert_uint_eq(refresh_next_deadline(scheduled), scheduled);
+	c->dropped = false;
+	c->allowed = false;
+	ck_assert_uint_eq(refresh_next_deadline(scheduled), scheduled);
+	c->allowed = true;
+	c->calib.line.mult = 1ull << 63;
+	ck_assert_uint_eq(refresh_next_deadline(scheduled), scheduled);
+	memset(refresh_cpus, 0, sizeof refresh_cpus);
+}
+END_TEST
+
 Suite *suite_refresh(void)
 {
 	Suite *s = suite_create("refresh");
@@ -87,6 +118,7 @@ Suite *suite_refresh(void)
 	tcase_add_checked_fixture(tc, refresh_test_setup, refresh_test_teardown);
 	tcase_add_test(tc, test_refresh_start_pending_from_settings);
 	tcase_add_test(tc, test_refresh_start_pending_after_fork);
+	tcase_add_test(tc, test_refresh_wakes_for_first_line);
 	suite_add_tcase(s, tc);
 	return s;
 }
