@@ -24,6 +24,7 @@
 #include "clock.h"
 #include "debug.h"
 #include "libc.h"
+#include "signal_guard.h"
 #include "table.h"
 
 struct refresh_cpu refresh_cpus[CPU_MAX_CPUS];
@@ -36,7 +37,6 @@ int refresh_state = REFRESH_OFF;
 static uint64_t refresh_configured_interval_ns = SETTINGS_DEFAULT_INTERVAL_MS * 1000000ull;
 static bool refresh_relaxed;
 static bool refresh_force_fast;
-static int refresh_calls_until_retry;
 /* CLOCK_READ_BITS for readers, and how the sandwiches read the counter:
  * ordered wherever the CPU allows it, whatever the readers' mode. */
 static uint32_t refresh_mode_flags;
@@ -633,31 +633,6 @@ static void *refresh_main(void *unused)
 	return NULL;
 }
 
-/* Whether this call may run inside a signal handler, where pthread_create
- * could wait forever on a lock the interrupted code holds (malloc's: the new
- * thread's TLS is allocated). A handler runs with its own signal blocked
- * (unless installed with SA_NODEFER), so a blocked signal that has a handler
- * means "perhaps"; the start then waits for a later call. A thread that
- * merely blocks signals it leaves at their defaults (for sigwait or a
- * signalfd) is not held back. */
-static bool refresh_maybe_in_signal_handler(void)
-{
-	sigset_t blocked;
-
-	if (pthread_sigmask(SIG_BLOCK, NULL, &blocked) != 0)
-		return true;
-	for (int sig = 1; sig < NSIG; sig++) {
-		struct sigaction action;
-
-		if (sigismember(&blocked, sig) != 1 || sigaction(sig, NULL, &action) != 0)
-			continue;
-		if ((action.sa_flags & SA_SIGINFO) ||
-		    (action.sa_handler != SIG_DFL && action.sa_handler != SIG_IGN))
-			return true;
-	}
-	return false;
-}
-
 void refresh_start(void)
 {
 	int saved_errno = errno;
@@ -669,17 +644,12 @@ void refresh_start(void)
 
 	if (__atomic_load_n(&refresh_state, __ATOMIC_ACQUIRE) != REFRESH_IDLE)
 		return;
-	/* After a start put off, the next calls do not ask again at once:
-	 * each asking costs system calls. */
-	if (__atomic_load_n(&refresh_calls_until_retry, __ATOMIC_RELAXED) > 0) {
-		__atomic_fetch_sub(&refresh_calls_until_retry, 1, __ATOMIC_RELAXED);
+	/* Never from a signal handler: pthread_create allocates, and the
+	 * interrupted code may hold malloc's lock. A later call outside it
+	 * starts the thread; until then this thread's calls pass to libc
+	 * with no system call and no shared write (signal_guard.h). */
+	if (!signal_guard_may_start())
 		return;
-	}
-	if (refresh_maybe_in_signal_handler()) {
-		__atomic_store_n(&refresh_calls_until_retry, 1000, __ATOMIC_RELAXED);
-		errno = saved_errno;
-		return;
-	}
 	if (!__atomic_compare_exchange_n(&refresh_state, &expected, REFRESH_STARTING, false,
 					 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
 		return;

@@ -1,0 +1,70 @@
+/* Whether the calling thread may be inside a signal handler, known without
+ * a system call for every handler the program installs through libc.
+ *
+ * pthread_create must not run in a handler: it allocates the new thread's
+ * TLS, and the interrupted code may hold malloc's lock. The exported
+ * sigaction, signal and the like (preload_signal.c) install each handler
+ * behind a trampoline that counts, per thread, the handlers running.
+ * Handlers installed around them (a raw system call, a sanitizer's
+ * runtime) are foreign: they are looked for with system calls, now and then
+ * per thread (signal_guard_may_start). */
+#ifndef FASTTIME_SIGNAL_GUARD_H
+#define FASTTIME_SIGNAL_GUARD_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+/* After a look for foreign handlers said "maybe", the thread's calls that
+ * wait before it looks again: each look costs a few dozen system calls. */
+#define SIGNAL_GUARD_RETRY_CALLS 1000u
+/* Nested handlers whose frames are kept; deeper ones are never taken for
+ * left (see signal_guard_may_start). */
+#define SIGNAL_GUARD_FRAMES 8u
+
+/* One thread's handlers: how many run now, and where each one's trampoline
+ * frame is. Initial-exec TLS: a handler may read it at any moment. */
+struct signal_guard_thread {
+	unsigned depth;
+	unsigned retry_countdown;
+	bool installing; /* holds the install lock (see signal_guard_lock) */
+	uintptr_t frames[SIGNAL_GUARD_FRAMES];
+};
+extern __thread struct signal_guard_thread signal_guard_thread
+    __attribute__((tls_model("initial-exec"), visibility("hidden")));
+
+/* Whether this thread may create a thread now: no handler installed through
+ * the library runs on it, and none of the foreign ones seems to (a foreign
+ * handler whose signal is blocked, or the alternate signal stack in use).
+ * Makes no system call while a handler runs or while the countdown after a
+ * "maybe" lasts; writes only this thread's state. A handler left by
+ * longjmp is taken for left once the caller's frame lies above its
+ * trampoline's; until then the thread only waits. errno is kept. */
+bool signal_guard_may_start(void);
+
+/* The look for foreign handlers alone: system calls, for every call. */
+bool signal_guard_foreign_maybe(void);
+
+/* sigaction as the program sees it: a handler is installed behind the
+ * trampoline with the caller's flags and mask exactly; the old action
+ * reports the program's handler, never the trampoline. */
+int signal_guard_sigaction(int sig, const struct sigaction *act, struct sigaction *old);
+
+/* The functions that install a plain handler with libc's own flags and
+ * mask; each is called through, with the trampoline in the handler's place. */
+enum signal_guard_api {
+	SIGNAL_GUARD_SIGNAL,
+	SIGNAL_GUARD_BSD_SIGNAL,
+	SIGNAL_GUARD_SSIGNAL,
+	SIGNAL_GUARD_SYSV_SIGNAL,
+	SIGNAL_GUARD_SYSV_SIGNAL_INTERNAL, /* __sysv_signal */
+	SIGNAL_GUARD_APIS,
+};
+typedef void (*signal_guard_handler)(int);
+signal_guard_handler signal_guard_signal(enum signal_guard_api api, int sig,
+					 signal_guard_handler handler);
+/* sigset, made of signal_guard_sigaction and the thread's mask as libc
+ * makes it: libc's would see the mask the install is made under. */
+signal_guard_handler signal_guard_sigset(int sig, signal_guard_handler disposition);
+
+#endif
