@@ -40,6 +40,12 @@ enum clock_api {
 	/* No rseq: the CPU id comes from getcpu, a call, so only the careful
 	 * read answers; with CLOCK_READ_LFENCE the counter is fenced. */
 	CLOCK_CPU_GETCPU = 1u << 11,
+	/* An entry point that answered from the TSC no longer does (the
+	 * kernel dropped the TSC, the lines lost the clocksource's trust):
+	 * libc's answers pass through the thread's clamp, which they would
+	 * skip if left to libc from the start, since a thread's last answer
+	 * from the TSC may be a little ahead of the kernel's clock. */
+	CLOCK_LIBC_CLAMPED = 1u << 12,
 	CLOCK_READ_BITS = CLOCK_MODE_RELAXED | CLOCK_READ_LFENCE | CLOCK_CPU_GETCPU,
 };
 

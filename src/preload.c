@@ -20,6 +20,14 @@
 
 #define PRELOAD_EXPORT __attribute__((visibility("default")))
 
+/* A realtime answer from libc earlier than this thread's last one by less
+ * than this is held at the last one; by more, the clock was set back, and
+ * libc's answer stands. */
+#define PRELOAD_CLAMP_MAX_NS 1000000u
+/* How far past a second's start time()'s coarse clock may still name the
+ * second before: a tick at the slowest HZ the kernel offers (100), with room. */
+#define PRELOAD_COARSE_LAG_MAX_NS 20000000u
+
 /* Keeps a pointer test that glibc's nonnull declarations would let the
  * compiler delete: a NULL pointer goes to libc, which decides what to do. */
 static inline bool preload_is_null(const void *pointer)
@@ -82,29 +90,80 @@ static int preload_libc_monotonic_clamped(struct timespec *ts)
 	return rc;
 }
 
-/* The same for CLOCK_REALTIME: libc's answer, never earlier than what the
- * TSC gave this thread last (its clamped monotonic reading plus the current
- * offset), unless it is earlier by more than a millisecond: then the clock
- * was set back, and libc's answer stands, as it would without fasttime. */
-static void preload_clamp_realtime(struct timespec *ts)
+/* The earliest CLOCK_REALTIME answer this thread may be given now: its
+ * clamped monotonic reading plus the current offset; false before its first
+ * answer from the TSC. */
+static bool preload_realtime_floor(uint64_t *floor_ns)
 {
-	uint64_t last = clock_thread.last_mono_ns, floor, ns;
+	uint64_t last = clock_thread.last_mono_ns;
 
 	if (last == 0)
+		return false;
+	*floor_ns = last + clock_realtime_offset();
+	return true;
+}
+
+/* libc's CLOCK_REALTIME answer, never earlier than what the TSC gave this
+ * thread last, unless it is earlier by more than a millisecond: then the
+ * clock was set back, and libc's answer stands, as it would without
+ * fasttime. */
+static void preload_clamp_realtime(struct timespec *ts)
+{
+	uint64_t floor, ns;
+
+	if (!preload_realtime_floor(&floor))
 		return;
-	floor = last + clock_realtime_offset();
 	ns = (uint64_t)ts->tv_sec * CLOCK_NS_PER_SEC + (uint64_t)ts->tv_nsec;
-	if (ns < floor && floor - ns < 1000000u) {
+	if (ns < floor && floor - ns < PRELOAD_CLAMP_MAX_NS) {
 		ts->tv_sec = (time_t)(floor / CLOCK_NS_PER_SEC);
 		ts->tv_nsec = (long)(floor % CLOCK_NS_PER_SEC);
 	}
 }
 
+/* The same for gettimeofday's microseconds. */
+static void preload_clamp_timeval(struct timeval *tv)
+{
+	uint64_t floor, ns;
+
+	if (!preload_realtime_floor(&floor))
+		return;
+	ns = (uint64_t)tv->tv_sec * CLOCK_NS_PER_SEC + (uint64_t)tv->tv_usec * 1000u;
+	if (ns < floor && floor - ns < PRELOAD_CLAMP_MAX_NS) {
+		tv->tv_sec = (time_t)(floor / CLOCK_NS_PER_SEC);
+		tv->tv_usec = (suseconds_t)(floor % CLOCK_NS_PER_SEC / 1000u);
+	}
+}
+
+/* The same for time()'s seconds. libc answers time() from the kernel's
+ * coarse clock, which lags the precise one by up to a tick: just after a
+ * second begins it still names the one before, which this thread may
+ * already have been given. */
+static time_t preload_clamp_seconds(time_t sec)
+{
+	uint64_t floor, next_second;
+
+	if (sec < 0 || !preload_realtime_floor(&floor))
+		return sec;
+	next_second = ((uint64_t)sec + 1) * CLOCK_NS_PER_SEC;
+	if (floor >= next_second && floor - next_second < PRELOAD_COARSE_LAG_MAX_NS)
+		return (time_t)(floor / CLOCK_NS_PER_SEC);
+	return sec;
+}
+
+/* libc's time(), clamped, stored through t as libc would. */
+static time_t preload_libc_time_clamped(time_t *t)
+{
+	time_t now = preload_clamp_seconds(libc_time_now(NULL));
+
+	if (t != NULL)
+		*t = now;
+	return now;
+}
+
 /* What every slow path does first. It starts the refresh thread if one is
- * due: in a fork child, whose inherited lines keep the fast read answering,
- * the careful read's once-a-second visit (a new second) starts the child's
- * own thread long before those lines go stale, so the child never falls
- * back to libc. And before a thread's first reading from the TSC it seeds
+ * due: in a fork child, whose inherited lines keep the fast read answering
+ * until they go stale, the careful read's first visit starts the child's
+ * own thread. And before a thread's first reading from the TSC it seeds
  * the clamp: the thread's earlier answers came from libc, which the clamp
  * has not seen, and the line may run a few nanoseconds behind the kernel. */
 static void preload_slow_path_start(void)
@@ -117,6 +176,15 @@ static void preload_slow_path_start(void)
 	if (libc_clock_gettime(CLOCK_MONOTONIC, &ts) == 0)
 		clock_thread.last_mono_ns =
 		    (uint64_t)ts.tv_sec * CLOCK_NS_PER_SEC + (uint64_t)ts.tv_nsec;
+}
+
+/* What a slow path does when the TSC could not answer, before it asks
+ * libc: a process made without fork() has no refresh thread, and its lines
+ * have gone stale; it is found here, and gets its thread. */
+static void preload_tsc_did_not_answer(void)
+{
+	refresh_check_process();
+	refresh_ensure_started();
 }
 
 /* Each entry point tries the fast read inline (clock.h) and, when it gives
@@ -143,22 +211,35 @@ static __attribute__((noinline)) int preload_slow_clock_gettime(clockid_t id, st
 	if (id == CLOCK_MONOTONIC) {
 		if (clock_careful_monotonic(flags, ts))
 			return 0;
+		preload_tsc_did_not_answer();
 		return preload_libc_monotonic_clamped(ts);
 	}
 	if (clock_careful_realtime(flags, ts))
 		return 0;
+	preload_tsc_did_not_answer();
 	rc = libc_clock_gettime(CLOCK_REALTIME, ts);
 	if (rc == 0)
 		preload_clamp_realtime(ts);
 	return rc;
 }
 
-/* A clock the TSC could answer but does not (yet): libc, once the refresh
- * thread is on its way. */
+/* A clock the TSC could answer but does not (yet, or any more): libc, once
+ * the refresh thread is on its way, and clamped where this thread may have
+ * had answers from the TSC. */
 static __attribute__((noinline)) int preload_libc_clock_gettime(clockid_t id, struct timespec *ts)
 {
+	uint32_t flags = preload_api_flags();
+	int rc;
+
 	refresh_ensure_started();
-	return libc_clock_gettime(id, ts);
+	if (!(flags & (CLOCK_LIBC_CLAMPED | (1u << id))) || preload_is_null(ts))
+		return libc_clock_gettime(id, ts);
+	if (id == CLOCK_MONOTONIC)
+		return preload_libc_monotonic_clamped(ts);
+	rc = libc_clock_gettime(id, ts);
+	if (rc == 0)
+		preload_clamp_realtime(ts);
+	return rc;
 }
 
 PRELOAD_EXPORT int clock_gettime(clockid_t id, struct timespec *ts)
@@ -171,7 +252,7 @@ PRELOAD_EXPORT int clock_gettime(clockid_t id, struct timespec *ts)
 	 * answers need no clamp, so nothing but the start check, and that
 	 * only while a start is due. */
 	if (!((flags >> id) & 1)) {
-		if (__builtin_expect(!(flags & CLOCK_START_PENDING), 1))
+		if (__builtin_expect(!(flags & (CLOCK_START_PENDING | CLOCK_LIBC_CLAMPED)), 1))
 			return libc_clock_gettime(id, ts);
 		return preload_libc_clock_gettime(id, ts);
 	}
@@ -192,24 +273,39 @@ PRELOAD_EXPORT int clock_gettime(clockid_t id, struct timespec *ts)
 static __attribute__((noinline)) int preload_slow_gettimeofday(struct timeval *tv)
 {
 	uint32_t flags = preload_api_flags();
+	int rc;
 
 	preload_slow_path_start();
 	if (clock_careful_timeval(flags, tv))
 		return 0;
-	return libc_gettimeofday(tv, NULL);
+	preload_tsc_did_not_answer();
+	rc = libc_gettimeofday(tv, NULL);
+	if (rc == 0)
+		preload_clamp_timeval(tv);
+	return rc;
 }
 
+/* libc's gettimeofday: not chosen, a timezone asked for, or a NULL
+ * pointer; clamped where this thread may have had answers from the TSC. */
 static __attribute__((noinline)) int preload_libc_gettimeofday(struct timeval *tv, void *tz)
 {
+	uint32_t flags = preload_api_flags();
+	int rc;
+
 	refresh_ensure_started();
-	return libc_gettimeofday(tv, tz);
+	rc = libc_gettimeofday(tv, tz);
+	if (rc == 0 && !preload_is_null(tv) &&
+	    (flags & (CLOCK_LIBC_CLAMPED | CLOCK_API_GETTIMEOFDAY)))
+		preload_clamp_timeval(tv);
+	return rc;
 }
 
 PRELOAD_EXPORT int gettimeofday(struct timeval *tv, GETTIMEOFDAY_TZ_TYPE tz)
 {
 	uint32_t flags = preload_api_flags();
 
-	if (__builtin_expect(!(flags & (CLOCK_API_GETTIMEOFDAY | CLOCK_START_PENDING)), 0))
+	if (__builtin_expect(
+		!(flags & (CLOCK_API_GETTIMEOFDAY | CLOCK_START_PENDING | CLOCK_LIBC_CLAMPED)), 0))
 		return libc_gettimeofday(tv, tz);
 	/* A timezone request is libc's business: answer it exactly. */
 	if (!(flags & CLOCK_API_GETTIMEOFDAY) || tz != NULL || preload_is_null(tv))
@@ -230,7 +326,8 @@ static __attribute__((noinline)) time_t preload_slow_time(time_t *t)
 			*t = now;
 		return now;
 	}
-	return libc_time_now(t);
+	preload_tsc_did_not_answer();
+	return preload_libc_time_clamped(t);
 }
 
 PRELOAD_EXPORT time_t time(time_t *t)
@@ -241,8 +338,10 @@ PRELOAD_EXPORT time_t time(time_t *t)
 	/* No thread start from here: libc answers time() from the vDSO's
 	 * coarse clock, cheaper than any TSC read, so a program that only
 	 * calls time() gains nothing from one. */
-	if (__builtin_expect(!(flags & CLOCK_API_TIME), 1))
+	if (__builtin_expect(!(flags & (CLOCK_API_TIME | CLOCK_LIBC_CLAMPED)), 1))
 		return libc_time_now(t);
+	if (!(flags & CLOCK_API_TIME))
+		return preload_libc_time_clamped(t);
 	if (!clock_fast_seconds(flags, &now))
 		return preload_slow_time(t);
 	if (t != NULL)
@@ -258,6 +357,7 @@ static __attribute__((noinline)) int preload_slow_timespec_get(struct timespec *
 	preload_slow_path_start();
 	if (clock_careful_realtime(flags, ts))
 		return TIME_UTC;
+	preload_tsc_did_not_answer();
 	rc = libc_timespec_get(ts, TIME_UTC);
 	if (rc == TIME_UTC)
 		preload_clamp_realtime(ts);
@@ -266,15 +366,23 @@ static __attribute__((noinline)) int preload_slow_timespec_get(struct timespec *
 
 static __attribute__((noinline)) int preload_libc_timespec_get(struct timespec *ts, int base)
 {
+	uint32_t flags = preload_api_flags();
+	int rc;
+
 	refresh_ensure_started();
-	return libc_timespec_get(ts, base);
+	rc = libc_timespec_get(ts, base);
+	if (rc == TIME_UTC && base == TIME_UTC && !preload_is_null(ts) &&
+	    (flags & (CLOCK_LIBC_CLAMPED | CLOCK_API_TIMESPEC_GET)))
+		preload_clamp_realtime(ts);
+	return rc;
 }
 
 PRELOAD_EXPORT int timespec_get(struct timespec *ts, int base)
 {
 	uint32_t flags = preload_api_flags();
 
-	if (__builtin_expect(!(flags & (CLOCK_API_TIMESPEC_GET | CLOCK_START_PENDING)), 0))
+	if (__builtin_expect(
+		!(flags & (CLOCK_API_TIMESPEC_GET | CLOCK_START_PENDING | CLOCK_LIBC_CLAMPED)), 0))
 		return libc_timespec_get(ts, base);
 	if (base != TIME_UTC || !(flags & CLOCK_API_TIMESPEC_GET) || preload_is_null(ts))
 		return preload_libc_timespec_get(ts, base);

@@ -34,6 +34,11 @@ struct refresh_choice refresh_choice;
 struct refresh_verdict refresh_verdict;
 
 int refresh_state = REFRESH_OFF;
+/* The process the running thread belongs to. */
+static pid_t refresh_process;
+/* Per thread: failed careful reads to let pass before the next look at the
+ * process id (refresh_check_process). */
+static __thread unsigned refresh_reads_until_pid_look __attribute__((tls_model("initial-exec")));
 static uint64_t refresh_configured_interval_ns = SETTINGS_DEFAULT_INTERVAL_MS * 1000000ull;
 static bool refresh_relaxed;
 static bool refresh_force_fast;
@@ -46,6 +51,8 @@ static struct cpu_reading refresh_sample_reading;
 static bool refresh_tsc_offered_at_start;
 static bool refresh_in_round;
 static bool refresh_realtime_known;
+/* Every CLOCK_API_* bit readers have been given since the thread started. */
+static uint32_t refresh_apis_ever_published;
 static uint64_t refresh_started_ns;
 
 #define REFRESH_MASK_WORDS (CPU_MAX_CPUS / (8 * sizeof(unsigned long)))
@@ -74,9 +81,12 @@ static uint64_t refresh_real_ns(void)
 	return (uint64_t)ts.tv_sec * CLOCK_NS_PER_SEC + (uint64_t)ts.tv_nsec;
 }
 
-/* Sets the state, and CLOCK_START_PENDING in api_flags while it is IDLE. */
+/* Sets the state, and CLOCK_START_PENDING in api_flags while it is IDLE.
+ * RUNNING records the process it runs in first (refresh_check_process). */
 static void refresh_set_state(int state)
 {
+	if (state == REFRESH_RUNNING)
+		__atomic_store_n(&refresh_process, (pid_t)syscall(SYS_getpid), __ATOMIC_RELAXED);
 	__atomic_store_n(&refresh_state, state, __ATOMIC_RELEASE);
 	if (state == REFRESH_IDLE)
 		__atomic_fetch_or(&table_shared.api_flags, CLOCK_START_PENDING, __ATOMIC_RELEASE);
@@ -368,6 +378,16 @@ static bool refresh_choice_due(unsigned with_line)
 	return !refresh_apis_chosen || with_line > refresh_choice.cpus_with_line;
 }
 
+uint32_t refresh_flags_for(uint32_t apis)
+{
+	uint32_t flags = apis | refresh_mode_flags;
+
+	refresh_apis_ever_published |= apis;
+	if (refresh_apis_ever_published & ~apis)
+		flags |= CLOCK_LIBC_CLAMPED;
+	return flags;
+}
+
 /* Publishes what readers use: the chosen entry points while the lines are
  * trusted, none (libc answers) while they are not. */
 static void refresh_publish_flags(void)
@@ -376,7 +396,7 @@ static void refresh_publish_flags(void)
 
 	__atomic_store_n(
 	    &table_shared.api_flags,
-	    apis | refresh_mode_flags |
+	    refresh_flags_for(apis) |
 		(__atomic_load_n(&table_shared.api_flags, __ATOMIC_RELAXED) & CLOCK_START_PENDING),
 	    __ATOMIC_RELEASE);
 }
@@ -620,7 +640,9 @@ static void *refresh_main(void *unused)
 
 		reason = round == 0 ? NULL : refresh_recheck_kernel();
 		if (reason != NULL) {
-			__atomic_store_n(&table_shared.api_flags, 0, __ATOMIC_RELEASE);
+			__atomic_store_n(&table_shared.api_flags,
+					 refresh_apis_ever_published ? CLOCK_LIBC_CLAMPED : 0,
+					 __ATOMIC_RELEASE);
 			table_set_validity(0, 0);
 			refresh_verdict.unusable = reason;
 			debug_log("answering with libc from now on: %s", reason);
@@ -690,6 +712,25 @@ void refresh_after_fork_in_child(void)
 	}
 	if (state == REFRESH_RUNNING || state == REFRESH_STARTING)
 		refresh_set_state(REFRESH_IDLE);
+}
+
+void refresh_check_process(void)
+{
+	int saved_errno;
+
+	if (__atomic_load_n(&refresh_state, __ATOMIC_ACQUIRE) != REFRESH_RUNNING)
+		return;
+	if (refresh_reads_until_pid_look > 0) {
+		refresh_reads_until_pid_look--;
+		return;
+	}
+	refresh_reads_until_pid_look = REFRESH_READS_PER_PID_LOOK;
+	saved_errno = errno;
+	if ((pid_t)syscall(SYS_getpid) != __atomic_load_n(&refresh_process, __ATOMIC_RELAXED)) {
+		debug_log("a new process made without fork(): starting its own refresh thread");
+		refresh_after_fork_in_child();
+	}
+	errno = saved_errno;
 }
 
 bool refresh_calibrate_now(void)

@@ -91,6 +91,18 @@ static inline void refresh_ensure_started(void)
 /* In a fork child: the thread is gone; the next slow call starts another. */
 void refresh_after_fork_in_child(void);
 
+/* A process made without fork() (_Fork, a raw clone) runs no atfork
+ * handler: its state still says RUNNING, but the thread stayed in the
+ * parent, and its inherited lines go stale within the watch's validity.
+ * The slow paths call this when the TSC could not answer: every
+ * REFRESH_READS_PER_PID_LOOK such calls per thread it compares the process
+ * id with the one the thread was started in, and on a change does what the
+ * atfork handler does. (A vfork child shares the parent's memory, and the
+ * parent's thread keeps the lines fresh: it meets no failed read unless
+ * that thread is starved, and may only call exec or _exit anyway.) */
+void refresh_check_process(void);
+#define REFRESH_READS_PER_PID_LOOK 256u
+
 /* One pass over the online CPUs this thread can run on, in the calling
  * thread (the tools call it directly). Returns the number of CPUs that have
  * a line. */
@@ -110,6 +122,10 @@ bool refresh_choose_now(void);
  * over the baseline the first-line rule needs, plus a tenth); from
  * refresh_cpus. */
 uint64_t refresh_next_deadline(uint64_t scheduled_ns);
+/* The api_flags bits (less CLOCK_START_PENDING) for apis answering from
+ * the TSC: once an entry point has answered from the TSC and stops,
+ * CLOCK_LIBC_CLAMPED, for the rest of the process's life. */
+uint32_t refresh_flags_for(uint32_t apis);
 /* The interval after round number round (0-based). */
 uint64_t refresh_interval_after(unsigned round, uint64_t configured_ns);
 

@@ -110,6 +110,22 @@ START_TEST(test_refresh_wakes_for_first_line)
 }
 END_TEST
 
+/* An entry point that answered from the TSC and stops (the lines lost the
+ * clocksource's trust, the kernel dropped the TSC) has libc's answers
+ * clamped from then on; one that was left to libc from the start does
+ * not. */
+START_TEST(test_refresh_clamp_after_tsc_answers)
+{
+	ck_assert_uint_eq(refresh_flags_for(0) & CLOCK_LIBC_CLAMPED, 0);
+	ck_assert_uint_eq(refresh_flags_for(CLOCK_API_MONOTONIC) & CLOCK_LIBC_CLAMPED, 0);
+	ck_assert_uint_eq(
+	    refresh_flags_for(CLOCK_API_MONOTONIC | CLOCK_API_REALTIME) & CLOCK_LIBC_CLAMPED, 0);
+	ck_assert_uint_ne(refresh_flags_for(CLOCK_API_MONOTONIC) & CLOCK_LIBC_CLAMPED, 0);
+	ck_assert_uint_ne(refresh_flags_for(0) & CLOCK_LIBC_CLAMPED, 0);
+	ck_assert_uint_eq(refresh_flags_for(CLOCK_API_ALL) & CLOCK_API_ALL, CLOCK_API_ALL);
+}
+END_TEST
+
 Suite *suite_refresh(void)
 {
 	Suite *s = suite_create("refresh");
@@ -119,6 +135,7 @@ Suite *suite_refresh(void)
 	tcase_add_test(tc, test_refresh_start_pending_from_settings);
 	tcase_add_test(tc, test_refresh_start_pending_after_fork);
 	tcase_add_test(tc, test_refresh_wakes_for_first_line);
+	tcase_add_test(tc, test_refresh_clamp_after_tsc_answers);
 	suite_add_tcase(s, tc);
 	return s;
 }
