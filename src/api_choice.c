@@ -212,7 +212,7 @@ static double api_time_loop(api_loop_fn loop, uint32_t flags)
 }
 
 uint32_t api_choice_measure(uint32_t mode_flags, struct api_cost costs[API_CHOICE_COUNT],
-			    unsigned *fallbacks)
+			    unsigned *fallbacks, void (*between_rounds)(void))
 {
 	static const struct {
 		const char *name;
@@ -242,8 +242,12 @@ uint32_t api_choice_measure(uint32_t mode_flags, struct api_cost costs[API_CHOIC
 		/* Alternate, and keep each side's best round: the least disturbed
 		 * by the rest of the machine. */
 		for (unsigned round = 0; round < API_CHOICE_ROUNDS; round++) {
-			double libc_ns = api_time_loop(apis[a].libc_loop, mode_flags);
-			double fast_ns = api_time_loop(apis[a].fast_loop, mode_flags);
+			double libc_ns, fast_ns;
+
+			if (between_rounds != NULL)
+				between_rounds();
+			libc_ns = api_time_loop(apis[a].libc_loop, mode_flags);
+			fast_ns = api_time_loop(apis[a].fast_loop, mode_flags);
 			if (libc_ns < best_libc)
 				best_libc = libc_ns;
 			if (fast_ns < best_fast)

@@ -25,8 +25,11 @@ struct api_cost {
  * CLOCK_READ_BITS of clock.h, say) against libc's, alternating, and returns
  * the CLOCK_API_* bits of those that were clearly faster (by 3 %). The
  * table must be valid. *fallbacks counts the calls the counter could not
- * answer: any at all, and the fast figures are libc's, not the counter's. */
+ * answer: any at all, and the fast figures are libc's, not the counter's.
+ * between_rounds, unless NULL, is called between the timed rounds: over a
+ * slow kernel clock the measurement outlasts the lines' validity, and the
+ * caller renews it there (refresh_renew_validity). */
 uint32_t api_choice_measure(uint32_t mode_flags, struct api_cost costs[API_CHOICE_COUNT],
-			    unsigned *fallbacks);
+			    unsigned *fallbacks, void (*between_rounds)(void));
 
 #endif

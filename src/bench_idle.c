@@ -1,6 +1,6 @@
 /* The library at rest. The thread's first intervals are short (the ramp);
  * after them it refreshes every configured interval and wakes every
- * REFRESH_STEP_WATCH_NS to watch for a set clock. The window runs from the
+ * WATCH_PERIOD_NS to watch for a set clock and renew the lines' validity. The window runs from the
  * middle of one full interval to the middle of another, so that it holds a
  * known number of rounds. */
 #include "config.h"
@@ -213,7 +213,7 @@ static void bench_idle_csv(const struct bench_idle_result *r)
 	printf("idle,-,preloaded,%d\n", r->library.preloaded);
 	printf("idle,-,allowed_cpus,%u\n", bench_proc_allowed_cpus());
 	printf("idle,-,interval_ms,%u\n", r->settings.interval_ms);
-	printf("idle,-,watch_step_ms,%llu\n", REFRESH_STEP_WATCH_NS / 1000000ull);
+	printf("idle,-,watch_step_ms,%llu\n", WATCH_PERIOD_NS / 1000000ull);
 	printf("idle,-,window_s,%.3f\n", window_s);
 	printf("idle,-,rounds,%u\n", r->rounds);
 	printf("idle,-,thread,%s\n", r->tid != 0 ? "running" : "none");

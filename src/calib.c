@@ -1,9 +1,10 @@
 /* Calibration arithmetic: fit, continue and bend per-CPU lines.
  *
- * Each refresh continues the published line at the sample's TSC value and
- * bends its slope so that the error measured now is paid back over the next
- * interval; readers therefore never see a jump. The slope itself comes from
- * two samples one interval apart, so a 25 ns sandwich over 5 s is ~5 ppb. */
+ * Each refresh continues the published line from where its readers are and
+ * bends it so that the error measured now is paid back by the next sample;
+ * readers therefore never see a jump. The slope itself comes from two
+ * samples one interval apart, so a 25 ns sandwich over 5 s is ~5 ppb, and is
+ * learned at every sample: the kernel's rate moves whenever NTP slews it. */
 #include "config.h"
 
 #include "calib.h"
@@ -61,8 +62,15 @@ static uint64_t calib_relative_ppm(uint64_t a, uint64_t b)
 	return (uint64_t)(((unsigned __int128)diff * 1000000u) / b);
 }
 
+/* |v|, for an error that may be negative. */
+static uint64_t calib_abs_ns(int64_t v)
+{
+	return v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+}
+
 /* Forgets the line's history and starts again from sample, keeping the
- * measured slope: after a discontinuity the old anchor says nothing. */
+ * learned slope: after a discontinuity the old anchor says nothing, and the
+ * rate measured across the jump contains it. */
 static enum calib_outcome calib_cpu_step(struct calib_cpu *cpu, const struct calib_sample *sample)
 {
 	cpu->line = calib_line_through(cpu->slope_mult, sample->tsc, sample->ns);
@@ -70,34 +78,65 @@ static enum calib_outcome calib_cpu_step(struct calib_cpu *cpu, const struct cal
 	return CALIB_STEPPED;
 }
 
+enum calib_outcome calib_cpu_restart(struct calib_cpu *cpu, const struct calib_sample *sample)
+{
+	if (sample->width_ns > CALIB_MAX_WIDTH_NS)
+		return CALIB_REJECTED;
+	if (cpu->line.mult == 0) {
+		cpu->anchor = *sample;
+		cpu->has_anchor = true;
+		return CALIB_NEED_MORE;
+	}
+	cpu->last_error_ns = (int64_t)(sample->ns - calib_line_eval(cpu->line, sample->tsc));
+	return calib_cpu_step(cpu, sample);
+}
+
+/* Whether the rate measured is one the kernel's clock can run at, given the
+ * rate learned before: further away, the two clocks did not run together. */
+static bool calib_rate_plausible(uint64_t measured, uint64_t learned)
+{
+	return learned == 0 || calib_relative_ppm(measured, learned) <= CALIB_MAX_RATE_CHANGE_PPM;
+}
+
+/* The rate from cpu's anchor to sample, or 0 when the pair says nothing
+ * about it: the TSC went back or stood still, the kernel's clock did not
+ * advance, or advanced by more nanoseconds than there were ticks. */
+static uint64_t calib_measured_mult(const struct calib_cpu *cpu, const struct calib_sample *sample)
+{
+	if (!cpu->has_anchor || sample->tsc <= cpu->anchor.tsc || sample->ns <= cpu->anchor.ns)
+		return 0;
+	return calib_mult_from(sample->ns - cpu->anchor.ns, sample->tsc - cpu->anchor.tsc);
+}
+
 enum calib_outcome calib_cpu_update(struct calib_cpu *cpu, const struct calib_sample *sample,
 				    uint64_t next_interval_ns)
 {
-	return calib_cpu_update_shared(cpu, sample, next_interval_ns, 0);
+	return calib_cpu_update_at(cpu, sample, next_interval_ns, 0, sample->tsc);
+}
+
+enum calib_outcome calib_cpu_update_shared(struct calib_cpu *cpu, const struct calib_sample *sample,
+					   uint64_t next_interval_ns, uint64_t shared_mult)
+{
+	return calib_cpu_update_at(cpu, sample, next_interval_ns, shared_mult, sample->tsc);
 }
 
 bool calib_slope_estimate(const struct calib_cpu *cpu, const struct calib_sample *sample,
 			  uint64_t *mult, uint64_t *uncertainty_ppb)
 {
-	uint64_t dns, measured;
+	uint64_t measured;
 
-	if (!cpu->has_anchor || sample->width_ns > CALIB_MAX_WIDTH_NS ||
-	    sample->tsc <= cpu->anchor.tsc || sample->ns <= cpu->anchor.ns)
+	if (sample->width_ns > CALIB_MAX_WIDTH_NS)
 		return false;
-	dns = sample->ns - cpu->anchor.ns;
-	measured = calib_mult_from(dns, sample->tsc - cpu->anchor.tsc);
-	if (measured == 0)
-		return false;
-	/* A slope that jumped since the last one is a discontinuity, not an
-	 * estimate of the rate (calib_cpu_update steps such a line). */
-	if (cpu->slope_mult != 0 &&
-	    calib_relative_ppm(measured, cpu->slope_mult) > CALIB_MAX_SLOPE_CHANGE_PPM)
+	measured = calib_measured_mult(cpu, sample);
+	/* A rate no kernel runs at is a discontinuity, not an estimate of the
+	 * rate (calib_cpu_update steps such a line). */
+	if (measured == 0 || !calib_rate_plausible(measured, cpu->slope_mult))
 		return false;
 	*mult = measured;
 	*uncertainty_ppb =
 	    (uint64_t)(((unsigned __int128)(cpu->anchor.width_ns + sample->width_ns) *
 			1000000000u) /
-		       dns);
+		       (sample->ns - cpu->anchor.ns));
 	return true;
 }
 
@@ -112,12 +151,28 @@ static uint64_t calib_line_slope(uint64_t measured, uint64_t shared_mult)
 	return shared_mult;
 }
 
-enum calib_outcome calib_cpu_update_shared(struct calib_cpu *cpu, const struct calib_sample *sample,
-					   uint64_t next_interval_ns, uint64_t shared_mult)
+/* The span over which error is paid back: the next interval, or longer where
+ * that would pay it back faster than CALIB_MAX_PAYBACK_PPM. */
+static uint64_t calib_payback_span_ns(uint64_t error_abs, uint64_t next_interval_ns)
 {
-	uint64_t measured, slope, predicted, next_ticks;
+	unsigned __int128 span = (unsigned __int128)error_abs * 1000000u / CALIB_MAX_PAYBACK_PPM;
+
+	return span > next_interval_ns ? (span > UINT64_MAX ? UINT64_MAX : (uint64_t)span)
+				       : next_interval_ns;
+}
+
+/* Signed ticks times a 0.64 fraction: the product's high word. */
+static int64_t calib_signed_ns(int64_t ticks, uint64_t mult)
+{
+	return (int64_t)(((__int128)ticks * (__int128)mult) >> 64);
+}
+
+enum calib_outcome calib_cpu_update_at(struct calib_cpu *cpu, const struct calib_sample *sample,
+				       uint64_t next_interval_ns, uint64_t shared_mult,
+				       uint64_t publish_tsc)
+{
+	uint64_t measured, slope, span, span_ticks, from_tsc, from_ns, aim_tsc, aim_ns, mult;
 	int64_t error;
-	unsigned __int128 bend;
 	bool have_line = cpu->line.mult != 0;
 
 	if (sample->width_ns > CALIB_MAX_WIDTH_NS)
@@ -139,7 +194,7 @@ enum calib_outcome calib_cpu_update_shared(struct calib_cpu *cpu, const struct c
 		return calib_cpu_step(cpu, sample);
 	}
 
-	measured = calib_mult_from(sample->ns - cpu->anchor.ns, sample->tsc - cpu->anchor.tsc);
+	measured = calib_measured_mult(cpu, sample);
 	if (measured == 0) {
 		/* More nanoseconds than ticks since the anchor: the kernel's
 		 * clock jumped ahead (or the TSC is slower than 1 GHz, and no
@@ -163,42 +218,68 @@ enum calib_outcome calib_cpu_update_shared(struct calib_cpu *cpu, const struct c
 		return CALIB_FIRST_LINE;
 	}
 
-	predicted = calib_line_eval(cpu->line, sample->tsc);
-	error = (int64_t)(sample->ns - predicted);
+	error = (int64_t)(sample->ns - calib_line_eval(cpu->line, sample->tsc));
 	cpu->last_error_ns = error;
-
-	/* The two clocks did not advance together since the anchor: keep the
-	 * slope we trust and restart the line at this sample. The measured
-	 * slope contains the jump, so it must not be kept. */
-	if (calib_relative_ppm(measured, cpu->slope_mult) > CALIB_MAX_SLOPE_CHANGE_PPM)
-		return calib_cpu_step(cpu, sample);
-
-	/* Too large to pay back at a bounded slew rate over the next interval. */
-	if ((uint64_t)(error < 0 ? -error : error) >
-	    next_interval_ns / 1000000u * CALIB_MAX_SLEW_PPM)
+	if (!calib_rate_plausible(measured, cpu->slope_mult))
 		return calib_cpu_step(cpu, sample);
 	cpu->slope_mult = measured;
 	cpu->anchor = *sample;
 	slope = calib_line_slope(measured, shared_mult);
 
-	/* Continue from where readers are now, aiming at the kernel's clock one
-	 * interval ahead: slope + error / next_ticks, where the slope is the
-	 * machine's (calib.h) or this CPU's own. */
-	next_ticks = calib_ticks_for_ns(slope, next_interval_ns);
-	if (next_ticks == 0)
+	/* The line starts from where readers of the old line are when it is
+	 * published: it meets the old line there, so readers see neither a jump
+	 * nor a step back. It aims at where the kernel's clock will be, at the
+	 * rate just learned, one pay-back span after that: the next line will
+	 * be published about as long after its sample as this one, and the
+	 * bend must last until then, not overshoot from the next sample on. */
+	span = calib_payback_span_ns(calib_abs_ns(error), next_interval_ns);
+	span_ticks = calib_ticks_for_ns(slope, span);
+	from_tsc = publish_tsc - sample->tsc < span_ticks / 2 ? publish_tsc : sample->tsc;
+	from_ns = calib_line_eval(cpu->line, from_tsc);
+	aim_tsc = from_tsc + span_ticks;
+	aim_ns = sample->ns + (uint64_t)calib_signed_ns((int64_t)(aim_tsc - sample->tsc), slope);
+	if (span_ticks == 0 || aim_tsc <= from_tsc || (int64_t)(aim_ns - from_ns) <= 0)
 		return calib_cpu_step(cpu, sample);
-	if (error >= 0) {
-		bend = ((unsigned __int128)(uint64_t)error << 64) / next_ticks;
-		if (bend > UINT64_MAX - slope)
-			return calib_cpu_step(cpu, sample);
-		cpu->line = calib_line_through(slope + (uint64_t)bend, sample->tsc, predicted);
-	} else {
-		bend = ((unsigned __int128)(uint64_t)(-error) << 64) / next_ticks;
-		if (bend >= slope)
-			return calib_cpu_step(cpu, sample);
-		cpu->line = calib_line_through(slope - (uint64_t)bend, sample->tsc, predicted);
-	}
+	mult = calib_mult_from(aim_ns - from_ns, aim_tsc - from_tsc);
+	if (mult == 0)
+		return calib_cpu_step(cpu, sample);
+	cpu->line = calib_line_through(mult, from_tsc, from_ns);
 	return CALIB_CONTINUED;
+}
+
+uint64_t calib_next_interval_ns(const struct calib_cpu *cpu, const struct calib_sample *sample,
+				uint64_t scheduled_ns)
+{
+	uint64_t measured, since, shortest, error_abs, settled, wanted;
+	unsigned __int128 payback;
+
+	if (cpu->line.mult == 0 || sample->width_ns > CALIB_MAX_WIDTH_NS)
+		return scheduled_ns;
+	/* The baseline a first line would need with sandwiches this wide: a
+	 * shorter interval's slope is noisier than a young line's. */
+	shortest = (uint64_t)(((unsigned __int128)sample->width_ns * 1000000000u +
+			       CALIB_FIRST_LINE_MAX_PPB - 1) /
+			      CALIB_FIRST_LINE_MAX_PPB);
+	if (shortest < CALIB_MIN_INTERVAL_NS)
+		shortest = CALIB_MIN_INTERVAL_NS;
+	measured = calib_measured_mult(cpu, sample);
+	if (measured == 0 || !calib_rate_plausible(measured, cpu->slope_mult))
+		return shortest < scheduled_ns ? shortest : scheduled_ns;
+
+	since = sample->ns - cpu->anchor.ns;
+	error_abs = calib_abs_ns((int64_t)(sample->ns - calib_line_eval(cpu->line, sample->tsc)));
+	settled = CALIB_SETTLED_NS + 2 * (sample->width_ns + cpu->anchor.width_ns);
+	if (error_abs <= settled) {
+		unsigned __int128 grown = (unsigned __int128)since * CALIB_INTERVAL_GROWTH;
+
+		wanted = grown > UINT64_MAX ? UINT64_MAX : (uint64_t)grown;
+	} else {
+		payback = (unsigned __int128)error_abs * 1000000u / CALIB_PAYBACK_PPM;
+		wanted = payback > UINT64_MAX ? UINT64_MAX : (uint64_t)payback;
+	}
+	if (wanted < shortest)
+		wanted = shortest;
+	return wanted < scheduled_ns ? wanted : scheduled_ns;
 }
 
 struct calib_sample calib_sample_toward(struct calib_sample sample, struct calib_sample reference,
@@ -261,23 +342,4 @@ bool calib_realtime_offset(const struct calib_offset_sample *samples, unsigned n
 	if (found)
 		*width_ns = best_width;
 	return found;
-}
-
-/* A sandwich wider than the threshold cannot tell a step of the threshold
- * from its own width: it judges nothing. */
-enum calib_clock_set calib_realtime_check(const struct calib_offset_sample *samples, unsigned n,
-					  uint64_t published_ns, uint64_t threshold_ns,
-					  uint64_t *offset_ns, int64_t *moved_ns)
-{
-	uint64_t offset = 0, width = 0;
-	int64_t moved;
-
-	if (!calib_realtime_offset(samples, n, &offset, &width) || width > threshold_ns)
-		return CALIB_CLOCK_UNMEASURED;
-	moved = (int64_t)(offset - published_ns);
-	*offset_ns = offset;
-	*moved_ns = moved;
-	if (moved > (int64_t)threshold_ns || moved < -(int64_t)threshold_ns)
-		return CALIB_CLOCK_SET;
-	return CALIB_CLOCK_UNCHANGED;
 }

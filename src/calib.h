@@ -37,17 +37,71 @@ struct calib_cpu {
 enum calib_outcome {
 	CALIB_NEED_MORE,  /* first sample kept as anchor; no line yet */
 	CALIB_FIRST_LINE, /* a line exists for the first time */
-	CALIB_CONTINUED,  /* the line continues, bent to absorb the error */
-	CALIB_STEPPED,	  /* the error was too large to absorb: the line jumps */
+	CALIB_CONTINUED,  /* the line continues, bent to pay the error back */
+	CALIB_STEPPED,	  /* the clocks did not run together: the line jumps */
 	CALIB_REJECTED,	  /* the sample was unusable; the line and anchor are unchanged */
 };
 
-/* The largest rate at which an error is paid back, in parts per million:
- * larger errors are stepped, not slewed (NTP's own limit is 500 ppm). */
-#define CALIB_MAX_SLEW_PPM 500
-/* A slope that moves by more than this between samples means the two clocks
- * did not run together (suspend, a stopped VM): re-anchor instead of fitting. */
-#define CALIB_MAX_SLOPE_CHANGE_PPM 1000
+/* Following the kernel's rate.
+ *
+ * The kernel runs CLOCK_MONOTONIC at the TSC's rate times its frequency
+ * correction, which the tick (adjtimex) can move anywhere within +-10 %:
+ * chrony slews at up to 83,333 ppm, ntpd at 500 ppm. Every update learns the
+ * rate from the anchor to the sample, whatever the outcome, and continues the
+ * line from where readers are, bent so that the error found now is paid back
+ * by the next sample. A backward error is paid back by running the line
+ * slower (never stopped: at least 80 % of the rate), never by stepping it
+ * back, so a reader's clamp never holds time still.
+ *
+ * Only a rate change beyond CALIB_MAX_RATE_CHANGE_PPM is a discontinuity
+ * (suspend, a paused VM, a TSC reset): the two clocks did not advance
+ * together, the measured rate contains the jump, and the line steps onto the
+ * sample with the rate it had.
+ *
+ * Bounds. Let t1 < t2 be the last two samples and t > t2 now; e1 the error
+ * found at t1; R the spread of the kernel's rate since the anchor of t1's
+ * slope, as a fraction of its slowest rate there; n the sandwiches' noise.
+ * Then
+ *   |line - kernel| <= R x (t - t1 + |e1|) + n,
+ * that is, while the kernel slews at R from a steady rate, R times the time
+ * since the sample before last (the R x |e1| term is the pay-back's own
+ * error: it converts the span to ticks at the rate just learned, which is
+ * off by up to R; 0.5 % of e1 for a 5,000 ppm slew). n is 1 us with
+ * sandwiches of 25 ns, and with sandwiches of 2 us whose midpoints lie
+ * anywhere within them, 1 us + 6 widths (a short interval's slope, extended
+ * over one four times as long). This holds as long as each error is paid
+ * back within the interval after it: calib_next_interval_ns asks for such
+ * intervals (up to errors of CALIB_MAX_PAYBACK_PPM x the schedule); a fixed
+ * schedule gives them while intervals do not shrink, for every change
+ * within the kernel's range. Once the rate holds still, the error is back
+ * within n from the second sample after the first one that follows the
+ * change (that one's rate mixes the old and the new). Readers' time never
+ * goes back at a publish (calib_cpu_update_at) and never stands still: the
+ * line runs at 80 % of the rate or more. A discontinuity steps the line
+ * onto its sample, back too if the TSC ran on while the kernel did not. */
+
+/* A measured rate that moved further than this from the learned one means
+ * the two clocks did not run together: the kernel's whole range (+-10 %,
+ * 200,000 ppm end to end) plus a margin for a short interval's noise. */
+#define CALIB_MAX_RATE_CHANGE_PPM 250000
+/* The fastest an error is paid back, as a fraction of the rate: a change
+ * across the kernel's whole range is paid back within one interval as long
+ * as the intervals do not shrink, and the line still runs at 80 % or more. */
+#define CALIB_MAX_PAYBACK_PPM 200000
+/* The pay-back rate calib_next_interval_ns aims for: sample again when the
+ * error would be paid back at this rate, half the limit. */
+#define CALIB_PAYBACK_PPM 100000
+/* The shortest interval calib_next_interval_ns asks for (the refresh
+ * thread's first interval); sandwiches wide enough to need a longer
+ * baseline for their slope get the first line's baseline instead. */
+#define CALIB_MIN_INTERVAL_NS 10000000ull
+/* An error within this (plus the two sandwiches' widths, twice) is noise,
+ * not a rate change: the interval may grow again. */
+#define CALIB_SETTLED_NS 1000
+/* How much longer each interval may be than the last while the line
+ * settles: the slope of a short interval is noisier, and the noise grows
+ * with the span it is extended over. The refresh schedule's own growth. */
+#define CALIB_INTERVAL_GROWTH 4
 /* A first line is published only when the two sandwiches' widths leave its
  * slope uncertain by at most this many parts per billion; until then the
  * baseline grows (under load, sandwiches widen and the wait lengthens). */
@@ -77,7 +131,8 @@ uint64_t calib_mult_from(uint64_t dns, uint64_t dticks);
 void calib_cpu_reset(struct calib_cpu *cpu);
 
 /* Takes the next sample. next_interval_ns is how long until the following
- * sample: the error found now is paid back over that span. */
+ * sample: the error found now is paid back over that span, or over a longer
+ * one where that would mean paying back faster than CALIB_MAX_PAYBACK_PPM. */
 enum calib_outcome calib_cpu_update(struct calib_cpu *cpu, const struct calib_sample *sample,
 				    uint64_t next_interval_ns);
 
@@ -91,6 +146,32 @@ enum calib_outcome calib_cpu_update(struct calib_cpu *cpu, const struct calib_sa
  * the machine's by more than CALIB_SHARED_SLOPE_MAX_PPM. */
 enum calib_outcome calib_cpu_update_shared(struct calib_cpu *cpu, const struct calib_sample *sample,
 					   uint64_t next_interval_ns, uint64_t shared_mult);
+
+/* The same, for a line published only when the TSC reads publish_tsc (after
+ * the round's other samples): the new line starts from where readers of the
+ * old one are then, not at the sample, so that a change of slope does not
+ * step readers back by the slopes' difference times the delay. A
+ * publish_tsc before the sample's counter means the sample's. */
+enum calib_outcome calib_cpu_update_at(struct calib_cpu *cpu, const struct calib_sample *sample,
+				       uint64_t next_interval_ns, uint64_t shared_mult,
+				       uint64_t publish_tsc);
+
+/* Forgets the anchor and steps the line onto sample, keeping the learned
+ * rate (or, without a line, anchors there): for a discontinuity the
+ * refresh thread saw between rounds (watch.h), which a rate measured over a
+ * whole interval could take for a slew. */
+enum calib_outcome calib_cpu_restart(struct calib_cpu *cpu, const struct calib_sample *sample);
+
+/* How soon (ns after sample) the sample after this one is needed, at most
+ * scheduled_ns, for cpu about to take sample: when the error sample finds
+ * would be paid back at CALIB_PAYBACK_PPM (never sooner than
+ * CALIB_MIN_INTERVAL_NS, or the baseline sample's width needs for its
+ * slope), and while the line settles after a rate change no more than
+ * CALIB_INTERVAL_GROWTH times the interval that ended at sample. After a
+ * discontinuity, the shortest. The refresh thread passes the least of its
+ * CPUs' answers to every update of the round and wakes after it. */
+uint64_t calib_next_interval_ns(const struct calib_cpu *cpu, const struct calib_sample *sample,
+				uint64_t scheduled_ns);
 
 /* This CPU's slope from its anchor to sample, and how uncertain the
  * sandwiches' widths leave it (parts per billion); false when the pair says
@@ -126,20 +207,5 @@ struct calib_offset_sample {
 };
 bool calib_realtime_offset(const struct calib_offset_sample *samples, unsigned n,
 			   uint64_t *offset_ns, uint64_t *width_ns);
-
-/* What a new measurement of the offset says about the published one. */
-enum calib_clock_set {
-	CALIB_CLOCK_UNMEASURED, /* no valid sandwich, or none narrow enough to judge */
-	CALIB_CLOCK_UNCHANGED,	/* within threshold_ns of the published offset */
-	CALIB_CLOCK_SET,	/* moved further: the clock was set, or the machine
-				 * resumed (CLOCK_MONOTONIC stops in suspend) */
-};
-
-/* Measures the offset from samples and compares it with published_ns,
- * modulo 2^64; fills *offset_ns and *moved_ns (new minus published) unless
- * the answer is CALIB_CLOCK_UNMEASURED. */
-enum calib_clock_set calib_realtime_check(const struct calib_offset_sample *samples, unsigned n,
-					  uint64_t published_ns, uint64_t threshold_ns,
-					  uint64_t *offset_ns, int64_t *moved_ns);
 
 #endif

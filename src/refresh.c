@@ -51,6 +51,13 @@ static struct cpu_reading refresh_sample_reading;
 static bool refresh_tsc_offered_at_start;
 static bool refresh_in_round;
 static bool refresh_realtime_known;
+/* Set by the watch when the counter and the kernel's clock parted faster
+ * than any rate the kernel can run at: the next round restarts every line. */
+static bool refresh_discontinuity;
+/* When the last round asked for the next (calib_next_interval_ns), ns. */
+static uint64_t refresh_round_interval_ns;
+/* CPUs with a line after the last round. */
+static unsigned refresh_lines_published;
 /* Every CLOCK_API_* bit readers have been given since the thread started. */
 static uint32_t refresh_apis_ever_published;
 static uint64_t refresh_started_ns;
@@ -174,8 +181,7 @@ static const char *refresh_outcome_name(enum calib_outcome outcome)
 	return "?";
 }
 
-/* Notes a failure; after REFRESH_DROP_AFTER_NS the CPU answers with libc. */
-static void refresh_cpu_failed(uint32_t cpu, struct refresh_cpu *state, uint64_t now)
+void refresh_cpu_failed(uint32_t cpu, struct refresh_cpu *state, uint64_t now)
 {
 	if (state->failing_since_ns == 0)
 		state->failing_since_ns = now;
@@ -199,15 +205,24 @@ static bool refresh_sample_one(uint32_t cpu, struct calib_sample *sample)
 	return true;
 }
 
-/* Moves cpu's line on to its sample, drawn with the machine's slope. */
+/* Moves cpu's line on to its sample, drawn with the machine's slope, from
+ * where its readers are now; or, after a discontinuity the watch saw, steps
+ * it onto the sample. */
 static void refresh_update_one(uint32_t cpu, const struct calib_sample *sample,
-			       uint64_t next_interval_ns, uint64_t shared_mult)
+			       uint64_t next_interval_ns, uint64_t shared_mult, bool restart)
 {
 	struct refresh_cpu *state = &refresh_cpus[cpu];
 
 	state->previous_slope_mult = state->calib.slope_mult;
-	state->last_outcome =
-	    calib_cpu_update_shared(&state->calib, sample, next_interval_ns, shared_mult);
+	if (restart)
+		state->last_outcome = calib_cpu_restart(&state->calib, sample);
+	else
+		state->last_outcome =
+		    calib_cpu_update_at(&state->calib, sample, next_interval_ns, shared_mult,
+					cpu_read_stamp(refresh_sample_reading).tsc);
+	/* What the watch compares its next look with. */
+	state->look_error_ns = state->calib.last_error_ns;
+	state->look_mono_ns = sample->ns;
 	state->last_sample_mono_ns = sample->ns;
 	state->last_width_ns = sample->width_ns;
 	if (state->last_outcome == CALIB_REJECTED) {
@@ -238,9 +253,11 @@ static void refresh_offset_samples(struct calib_offset_sample *samples, unsigned
 	}
 }
 
-/* CLOCK_REALTIME minus CLOCK_MONOTONIC changes only when the clock is set:
- * publish it the first time and whenever it moves by more than the noise. */
-static void refresh_realtime_offset(void)
+/* CLOCK_REALTIME minus CLOCK_MONOTONIC changes only when the clock is set
+ * (or the machine resumes: CLOCK_MONOTONIC stops in suspend): publishes it
+ * the first time and whenever it moves by more than the sandwich can
+ * explain. True when it moved. */
+static bool refresh_realtime_offset(void)
 {
 	struct calib_offset_sample samples[REFRESH_SANDWICHES];
 	uint64_t offset, width;
@@ -249,16 +266,17 @@ static void refresh_realtime_offset(void)
 	refresh_offset_samples(samples, REFRESH_SANDWICHES);
 	if (!refresh_realtime_known) {
 		if (!calib_realtime_offset(samples, REFRESH_SANDWICHES, &offset, &width))
-			return;
+			return false;
 		__atomic_store_n(&table_shared.realtime_offset_ns, offset, __ATOMIC_RELEASE);
 		refresh_realtime_known = true;
-		return;
+		return false;
 	}
-	if (calib_realtime_check(samples, REFRESH_SANDWICHES, clock_realtime_offset(),
-				 REFRESH_STEP_THRESHOLD_NS, &offset, &moved) == CALIB_CLOCK_SET) {
-		__atomic_store_n(&table_shared.realtime_offset_ns, offset, __ATOMIC_RELEASE);
-		debug_log("realtime clock was set: moved %+lld ns", (long long)moved);
-	}
+	if (watch_realtime_judge(samples, REFRESH_SANDWICHES, clock_realtime_offset(),
+				 WATCH_STEP_THRESHOLD_NS, &offset, &moved) != WATCH_REALTIME_SET)
+		return false;
+	__atomic_store_n(&table_shared.realtime_offset_ns, offset, __ATOMIC_RELEASE);
+	debug_log("realtime clock was set: moved %+lld ns", (long long)moved);
+	return true;
 }
 
 /* Whether a CPU's last round counts toward the clocksource's probation. */
@@ -269,8 +287,10 @@ static bool refresh_cpu_steady(const struct refresh_cpu *c)
 				   c->calib.slope_mult);
 }
 
-unsigned refresh_round(uint64_t next_interval_ns)
+unsigned refresh_round(uint64_t scheduled_ns)
 {
+	uint64_t next_interval_ns = scheduled_ns;
+	bool restart = refresh_discontinuity;
 	unsigned long visit[REFRESH_MASK_WORDS];
 	uint64_t round_start_tsc = cpu_read_stamp(refresh_sample_reading).tsc;
 	unsigned long sampled[REFRESH_MASK_WORDS];
@@ -312,13 +332,31 @@ unsigned refresh_round(uint64_t next_interval_ns)
 			shared_mult = estimate;
 		}
 	}
+	/* Each sample aimed, and the next round as soon as any CPU's line
+	 * needs it (calib_next_interval_ns): every CPU pays its error back over
+	 * the same span. */
 	for (uint32_t cpu = cpu_mask_next(sampled, REFRESH_MASK_WORDS, 0); cpu < CPU_MAX_CPUS;
 	     cpu = cpu_mask_next(sampled, REFRESH_MASK_WORDS, cpu + 1)) {
-		struct calib_sample aimed =
-		    calib_sample_toward(refresh_round_samples[cpu], narrowest, shared_mult);
+		uint64_t wanted;
 
-		refresh_update_one(cpu, &aimed, next_interval_ns, shared_mult);
+		refresh_round_samples[cpu] =
+		    calib_sample_toward(refresh_round_samples[cpu], narrowest, shared_mult);
+		wanted = restart
+			     ? CALIB_MIN_INTERVAL_NS
+			     : calib_next_interval_ns(&refresh_cpus[cpu].calib,
+						      &refresh_round_samples[cpu], scheduled_ns);
+		if (wanted < next_interval_ns)
+			next_interval_ns = wanted;
 	}
+	for (uint32_t cpu = cpu_mask_next(sampled, REFRESH_MASK_WORDS, 0); cpu < CPU_MAX_CPUS;
+	     cpu = cpu_mask_next(sampled, REFRESH_MASK_WORDS, cpu + 1))
+		refresh_update_one(cpu, &refresh_round_samples[cpu], next_interval_ns, shared_mult,
+				   restart);
+	if (restart)
+		debug_log("the counter and the kernel's clock parted between rounds (a suspend, a "
+			  "paused VM): lines restarted at their samples");
+	refresh_discontinuity = false;
+	refresh_round_interval_ns = next_interval_ns;
 	for (uint32_t cpu = cpu_mask_next(refresh_usable_mask, REFRESH_MASK_WORDS, 0);
 	     cpu < CPU_MAX_CPUS;
 	     cpu = cpu_mask_next(refresh_usable_mask, REFRESH_MASK_WORDS, cpu + 1)) {
@@ -333,16 +371,19 @@ unsigned refresh_round(uint64_t next_interval_ns)
 	if (usable == 0)
 		memcpy(refresh_usable_mask, refresh_start_mask, sizeof refresh_usable_mask);
 	refresh_unpin();
-	/* Readers trust the lines until two intervals and a second from now;
-	 * after that (a stopped or starved thread) they answer with libc. */
+	/* Readers trust the lines until the watch's next look renews them
+	 * (watch.h); after that (a stopped or starved thread, a suspend) they
+	 * answer with libc. */
 	if (with_line > 0) {
-		uint64_t margin = calib_ticks_for_ns(mult, 1000000u);
-		uint64_t window = calib_ticks_for_ns(mult, 2 * next_interval_ns + CLOCK_NS_PER_SEC);
-		table_set_validity(round_start_tsc - margin, window + margin);
+		uint64_t valid_from, valid_ticks;
+
+		watch_validity(round_start_tsc, mult, WATCH_VALID_NS, &valid_from, &valid_ticks);
+		table_set_validity(valid_from, valid_ticks);
 	}
 	refresh_verdict.steady_rounds =
 	    with_line > 0 && steady ? refresh_verdict.steady_rounds + 1 : 0;
 	refresh_choice.cpus_usable = usable;
+	refresh_lines_published = with_line;
 	__atomic_store_n(&refresh_in_round, false, __ATOMIC_RELAXED);
 	return with_line;
 }
@@ -413,7 +454,7 @@ static void refresh_choose_apis(unsigned round, unsigned with_line)
 
 	if (!refresh_cpu_for_choice(&cpu) || !refresh_pin(cpu))
 		return;
-	chosen = api_choice_measure(refresh_mode_flags, costs, &fallbacks);
+	chosen = api_choice_measure(refresh_mode_flags, costs, &fallbacks, refresh_renew_validity);
 	refresh_unpin();
 	if (fallbacks > 0) {
 		refresh_choice.rejected++;
@@ -450,6 +491,10 @@ bool refresh_choose_now(void)
 		with_line += refresh_cpu_answers(&refresh_cpus[cpu]);
 	if (with_line == 0)
 		return false;
+	/* The caller may come long after the last round: the lines' validity
+	 * is renewed as the watch would, or a round runs. */
+	if (refresh_watch_look())
+		refresh_round(refresh_configured_interval_ns);
 	refresh_apis_chosen = false;
 	refresh_choose_apis(refresh_choice.round, with_line);
 	refresh_publish_flags();
@@ -535,43 +580,90 @@ static void refresh_sleep_until(uint64_t deadline_ns)
 		;
 }
 
-/* Whether CLOCK_REALTIME was set since the offset was published: one
- * monotonic / realtime / monotonic sandwich, trusted only when narrow. */
-static bool refresh_realtime_was_set(void)
+/* The narrowest of a few sandwiches of the counter, on whichever CPU the
+ * thread is on, whose CPU has a line; false when none was taken on such a
+ * CPU. */
+static bool refresh_watch_sample(struct calib_sample *best, uint32_t *cpu_out)
 {
-	struct calib_offset_sample sample;
-	uint64_t offset;
-	int64_t moved;
+	bool found = false;
 
-	if (!refresh_realtime_known)
-		return false;
-	refresh_offset_samples(&sample, 1);
-	return calib_realtime_check(&sample, 1, clock_realtime_offset(), REFRESH_STEP_THRESHOLD_NS,
-				    &offset, &moved) == CALIB_CLOCK_SET;
+	for (unsigned i = 0; i < REFRESH_WATCH_SANDWICHES; i++) {
+		uint64_t before, after;
+		struct cpu_stamp stamp;
+
+		before = refresh_mono_ns();
+		stamp = cpu_read_stamp(refresh_sample_reading);
+		after = refresh_mono_ns();
+		if (stamp.cpu >= CPU_MAX_CPUS || after < before ||
+		    !refresh_cpu_answers(&refresh_cpus[stamp.cpu]))
+			continue;
+		if (found && after - before >= best->width_ns)
+			continue;
+		best->tsc = stamp.tsc;
+		best->width_ns = after - before;
+		best->ns = before + best->width_ns / 2;
+		*cpu_out = stamp.cpu;
+		found = true;
+	}
+	return found;
 }
 
-/* Sleeps until the monotonic deadline, or until the realtime clock is set. */
+bool refresh_watch_look(void)
+{
+	struct calib_sample sample;
+	uint64_t valid_from, valid_ticks;
+	uint32_t cpu = 0;
+	struct calib_line line;
+	struct refresh_cpu *c;
+	int64_t error;
+
+	if (refresh_realtime_known)
+		refresh_realtime_offset();
+	if (!refresh_watch_sample(&sample, &cpu))
+		return refresh_lines_published > 0;
+	line = refresh_cpus[cpu].calib.line;
+	c = &refresh_cpus[cpu];
+	error = watch_line_error(line, &sample);
+	if (watch_parted(c->look_error_ns, c->look_mono_ns, error, sample.ns, sample.width_ns)) {
+		debug_log("watch: cpu %u's line moved %+lld ns against the kernel's clock in %llu "
+			  "ns: restarting the lines",
+			  cpu, (long long)(error - c->look_error_ns),
+			  (unsigned long long)(sample.ns - c->look_mono_ns));
+		refresh_discontinuity = true;
+		return true;
+	}
+	c->look_error_ns = error;
+	c->look_mono_ns = sample.ns;
+	if (!watch_line_holds(line, &sample, WATCH_LINE_TOLERANCE_NS)) {
+		debug_log("watch: cpu %u's line is %+lld ns from the kernel's clock (sandwich %llu "
+			  "ns): refreshing now",
+			  cpu, (long long)watch_line_error(line, &sample),
+			  (unsigned long long)sample.width_ns);
+		return true;
+	}
+	watch_validity(sample.tsc, line.mult, WATCH_VALID_NS, &valid_from, &valid_ticks);
+	table_set_validity(valid_from, valid_ticks);
+	return false;
+}
+
+void refresh_renew_validity(void)
+{
+	refresh_watch_look();
+}
+
+/* Sleeps on CLOCK_MONOTONIC until the deadline, looking every watch period;
+ * returns early when a look finds a round due now. */
 static void refresh_wait(uint64_t deadline_ns)
 {
 	for (;;) {
-		uint64_t now = refresh_mono_ns(), step;
-		uint64_t wake;
-		struct timespec until;
+		uint64_t now = refresh_mono_ns();
 
 		if (now >= deadline_ns)
 			return;
-		step = deadline_ns - now < REFRESH_STEP_WATCH_NS ? deadline_ns - now
-								 : REFRESH_STEP_WATCH_NS;
-		/* An absolute CLOCK_REALTIME sleep ends early when the clock is
-		 * set forward: the kernel re-arms such timers on every step. */
-		wake = refresh_real_ns() + step;
-		until.tv_sec = (time_t)(wake / CLOCK_NS_PER_SEC);
-		until.tv_nsec = (long)(wake % CLOCK_NS_PER_SEC);
-		clock_nanosleep(CLOCK_REALTIME, TIMER_ABSTIME, &until, NULL);
-		if (refresh_realtime_was_set()) {
-			debug_log("realtime clock was set: refreshing now");
+		refresh_sleep_until(deadline_ns - now < WATCH_PERIOD_NS ? deadline_ns
+									: now + WATCH_PERIOD_NS);
+		if (refresh_mono_ns() < deadline_ns && refresh_watch_look())
 			return;
-		}
 	}
 }
 
@@ -650,7 +742,7 @@ static void *refresh_main(void *unused)
 			return NULL;
 		}
 		refresh_after_round(round, refresh_round(next));
-		refresh_wait(refresh_next_deadline(start + next));
+		refresh_wait(refresh_next_deadline(start + refresh_round_interval_ns));
 	}
 	return NULL;
 }
@@ -751,7 +843,7 @@ bool refresh_calibrate_now(void)
 		refresh_after_round(round, with_line);
 		if (with_line == refresh_choice.cpus_usable && refresh_apis_chosen)
 			break;
-		refresh_sleep_until(refresh_next_deadline(start + next));
+		refresh_sleep_until(refresh_next_deadline(start + refresh_round_interval_ns));
 	}
 	sched_setaffinity(0, sizeof saved, (cpu_set_t *)saved);
 	return with_line > 0;

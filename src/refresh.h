@@ -11,22 +11,17 @@
 #include "cpu.h"
 #include "evidence.h"
 #include "settings.h"
+#include "watch.h"
 
 /* A CPU whose calibration keeps failing this long answers with libc. */
 #define REFRESH_DROP_AFTER_NS (15ull * 1000000000ull)
 /* Sandwiches taken per CPU per round; the narrowest is kept. */
 #define REFRESH_SANDWICHES 15u
+/* Sandwiches each look of the watch takes; the narrowest is judged. */
+#define REFRESH_WATCH_SANDWICHES 5u
 /* The first intervals are short, so that the fast path starts soon, and grow
  * fourfold until they reach the configured one. */
 #define REFRESH_FIRST_INTERVAL_NS 10000000ull
-/* Between rounds the thread sleeps on CLOCK_REALTIME in steps of at most
- * this long: a forward step of the clock (or a resume from suspend, which
- * moves CLOCK_REALTIME against CLOCK_MONOTONIC) ends the sleep at once, a
- * backward step is seen at the next wake-up. No file descriptor is needed. */
-#define REFRESH_STEP_WATCH_NS 100000000ull
-/* CLOCK_REALTIME minus CLOCK_MONOTONIC moving by more than this is a step. */
-#define REFRESH_STEP_THRESHOLD_NS 1000
-
 /* What the refresh thread knows about one CPU, also shown by fasttime --info. */
 struct refresh_cpu {
 	bool allowed; /* online, and the refresh thread could run there last round */
@@ -37,6 +32,11 @@ struct refresh_cpu {
 	uint64_t last_width_ns;	      /* the last sample's sandwich */
 	uint64_t previous_slope_mult; /* the slope before the last round */
 	uint64_t failing_since_ns;    /* 0 while it succeeds */
+	/* The error (kernel minus line) the last round or look found, and
+	 * when: a look that finds it moved faster than the kernel's clock can
+	 * slew saw a discontinuity (watch_parted). */
+	int64_t look_error_ns;
+	uint64_t look_mono_ns;
 	uint32_t node;
 };
 
@@ -105,8 +105,9 @@ void refresh_check_process(void);
 
 /* One pass over the online CPUs this thread can run on, in the calling
  * thread (the tools call it directly). Returns the number of CPUs that have
- * a line. */
-unsigned refresh_round(uint64_t next_interval_ns);
+ * a line. The next round is due scheduled_ns after it, or sooner where a
+ * line is paying back an error (calib_next_interval_ns). */
+unsigned refresh_round(uint64_t scheduled_ns);
 /* Calibrates synchronously in the calling thread until every usable CPU has
  * a line and the lines are trusted, then chooses the entry points; restores
  * the thread's affinity. Returns false when the fast path cannot run here
@@ -122,10 +123,24 @@ bool refresh_choose_now(void);
  * over the baseline the first-line rule needs, plus a tenth); from
  * refresh_cpus. */
 uint64_t refresh_next_deadline(uint64_t scheduled_ns);
+/* Notes that cpu's calibration failed at now (monotonic ns); once it has
+ * failed for REFRESH_DROP_AFTER_NS without a success between, the CPU's
+ * line is withdrawn and its readers answer with libc. A success clears
+ * failing_since_ns. */
+void refresh_cpu_failed(uint32_t cpu, struct refresh_cpu *state, uint64_t now);
 /* The api_flags bits (less CLOCK_START_PENDING) for apis answering from
  * the TSC: once an entry point has answered from the TSC and stops,
  * CLOCK_LIBC_CLAMPED, for the rest of the process's life. */
 uint32_t refresh_flags_for(uint32_t apis);
+/* One look of the watch, between rounds (watch.h): publishes a moved
+ * realtime offset, and renews the lines' validity when the line of the CPU
+ * the caller is on still agrees with the kernel's clock. True when a round
+ * is due now: the line did not agree, or no CPU the caller could sample on
+ * has a line while some CPU has one. */
+bool refresh_watch_look(void);
+/* A look of the watch whose verdict is not needed: renews the validity
+ * where the line agrees; for api_choice_measure. */
+void refresh_renew_validity(void);
 /* The interval after round number round (0-based). */
 uint64_t refresh_interval_after(unsigned round, uint64_t configured_ns);
 

@@ -228,12 +228,13 @@ static void tool_info_print_costs(const struct cpu_facts *facts)
 	for (unsigned round = 0; round < TOOL_INFO_COST_ROUNDS; round++) {
 		if (can_order) {
 			memset(costs, 0, sizeof costs);
-			api_choice_measure(ordered_flags, costs, &fallbacks);
+			api_choice_measure(ordered_flags, costs, &fallbacks,
+					   refresh_renew_validity);
 			calls_fell_back += fallbacks;
 			tool_info_keep_best(ordered, costs);
 		}
 		memset(costs, 0, sizeof costs);
-		api_choice_measure(relaxed_flags, costs, &fallbacks);
+		api_choice_measure(relaxed_flags, costs, &fallbacks, refresh_renew_validity);
 		calls_fell_back += fallbacks;
 		tool_info_keep_best(relaxed, costs);
 	}

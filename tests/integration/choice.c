@@ -65,7 +65,7 @@ static uint32_t choice_clear_winners(uint32_t cpu, uint32_t mode_flags)
 	if (!choice_pin(cpu))
 		return 0;
 	for (unsigned r = 0; r < CHOICE_REFERENCE_ROUNDS; r++) {
-		api_choice_measure(mode_flags, costs, &fallbacks);
+		api_choice_measure(mode_flags, costs, &fallbacks, refresh_renew_validity);
 		if (fallbacks > 0)
 			continue;
 		for (unsigned a = 0; a < API_CHOICE_COUNT; a++) {

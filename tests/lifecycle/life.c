@@ -3,6 +3,8 @@
 
 #include "life.h"
 
+#include "watch.h"
+
 #include "machine.h"
 
 #include <dirent.h>
@@ -151,7 +153,7 @@ uint64_t life_interval_ns(void)
 
 uint64_t life_window_ns(void)
 {
-	return 2 * life_interval_ns() + LIFE_NS_PER_SEC;
+	return WATCH_VALID_NS;
 }
 
 uint64_t life_ns(const struct timespec *ts)

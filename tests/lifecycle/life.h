@@ -44,7 +44,7 @@ bool life_soak(void);
 bool life_relaxed(void);
 /* FASTTIME_INTERVAL_MS as the library reads it (5000 when unset). */
 uint64_t life_interval_ns(void);
-/* How long the library trusts its lines after a refresh: 2 intervals + 1 s. */
+/* How long the library trusts its lines after a look of its watch (watch.h). */
 uint64_t life_window_ns(void);
 
 uint64_t life_ns(const struct timespec *ts);

@@ -13,8 +13,9 @@
  *                   seccomp filter on clone(CLONE_THREAD)): every answer
  *                   comes from libc, no thread appears, nothing breaks.
  *
- * stall.test runs them with FASTTIME_INTERVAL_MS=100 (a 1.2 s window), or
- * with the default interval (an 11 s window) and longer runs when soaking. */
+ * The window is the watch's (120 ms, watch.h) whatever the interval;
+ * stall.test runs them with FASTTIME_INTERVAL_MS=100, or with the default
+ * interval and longer runs when soaking. */
 #include "config.h"
 
 #include <errno.h>

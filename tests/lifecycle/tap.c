@@ -7,7 +7,11 @@
  * tests of the fast path from passing on the fallback alone.
  *
  * The tap can also hold the refresh thread (named "fasttime") at its next
- * call: a starved or dead refresh thread, on demand. */
+ * call: a starved or dead refresh thread, on demand. And it can move the
+ * kernel's clock as fasttime sees it: set CLOCK_REALTIME (a step), make
+ * each read slow (a kernel clock that is a system call: wide sandwiches),
+ * or put the refresh thread's clock ahead of everyone else's (lines that
+ * run a little ahead of what libc answers the readers). */
 #include "config.h"
 
 #include <dlfcn.h>
@@ -83,45 +87,167 @@ static void tap_gate(void)
 	errno = saved;
 }
 
-/* Counts, then answers exactly as libc does. */
-TAP_EXPORT int clock_gettime(clockid_t id, struct timespec *ts)
+/* How the tap moves the kernel's clock (all 0: it does not). */
+static int64_t tap_realtime_shift_ns;
+static uint64_t tap_read_cost_ns;
+static int64_t tap_refresh_lead_ns;
+
+/* Adds ns to every CLOCK_REALTIME answer from now on: the clock is set. */
+TAP_EXPORT void life_tap_set_realtime(int64_t ns);
+TAP_EXPORT void life_tap_set_realtime(int64_t ns)
+{
+	__atomic_add_fetch(&tap_realtime_shift_ns, ns, __ATOMIC_ACQ_REL);
+}
+
+/* Makes every clock_gettime through the tap take at least ns more, half
+ * before the clock is read and half after, as a system call would. */
+TAP_EXPORT void life_tap_slow_reads(uint64_t ns);
+TAP_EXPORT void life_tap_slow_reads(uint64_t ns)
+{
+	__atomic_store_n(&tap_read_cost_ns, ns, __ATOMIC_RELEASE);
+}
+
+/* Puts the refresh thread's clocks ns ahead of everyone else's. */
+TAP_EXPORT void life_tap_lead_refresh(int64_t ns);
+TAP_EXPORT void life_tap_lead_refresh(int64_t ns)
+{
+	__atomic_store_n(&tap_refresh_lead_ns, ns, __ATOMIC_RELEASE);
+}
+
+/* Whether this thread is fasttime's refresh thread: asked once per thread
+ * (the thread names itself before it reads any clock). */
+static bool tap_in_refresh_thread(void)
+{
+	static __thread int known __attribute__((tls_model("initial-exec")));
+	char name[16] = "";
+	int saved = errno;
+
+	if (known == 0) {
+		known = prctl(PR_GET_NAME, name) == 0 && strcmp(name, "fasttime") == 0 ? 1 : -1;
+		errno = saved;
+	}
+	return known == 1;
+}
+
+/* What the tap adds to clock id's answers in this thread. */
+static int64_t tap_shift_for(clockid_t id)
+{
+	int64_t shift = 0;
+
+	if (id == CLOCK_REALTIME)
+		shift += __atomic_load_n(&tap_realtime_shift_ns, __ATOMIC_ACQUIRE);
+	if ((id == CLOCK_REALTIME || id == CLOCK_MONOTONIC) &&
+	    __atomic_load_n(&tap_refresh_lead_ns, __ATOMIC_ACQUIRE) != 0 && tap_in_refresh_thread())
+		shift += __atomic_load_n(&tap_refresh_lead_ns, __ATOMIC_ACQUIRE);
+	return shift;
+}
+
+static void tap_shift_timespec(struct timespec *ts, int64_t shift)
+{
+	int64_t ns = (int64_t)ts->tv_sec * 1000000000 + ts->tv_nsec + shift;
+
+	ts->tv_sec = (time_t)(ns / 1000000000);
+	ts->tv_nsec = (long)(ns % 1000000000);
+}
+
+/* Spins for ns on libc's monotonic clock. */
+static void tap_spin(int (*next)(clockid_t, struct timespec *), uint64_t ns)
+{
+	struct timespec start, now;
+
+	if (ns == 0)
+		return;
+	next(CLOCK_MONOTONIC, &start);
+	do
+		next(CLOCK_MONOTONIC, &now);
+	while ((uint64_t)((now.tv_sec - start.tv_sec) * 1000000000 +
+			  (now.tv_nsec - start.tv_nsec)) < ns);
+}
+
+/* The kernel's clock as the tap answers it, without counting. */
+static int tap_read(clockid_t id, struct timespec *ts)
 {
 	int (*next)(clockid_t, struct timespec *) = (int (*)(clockid_t, struct timespec *))tap_next(
 	    &tap_clock_gettime_next, "clock_gettime");
+	uint64_t cost = __atomic_load_n(&tap_read_cost_ns, __ATOMIC_ACQUIRE);
+	int64_t shift = tap_shift_for(id);
+	int rc;
 
-	tap_calls++;
-	tap_gate();
-	return next(id, ts);
+	tap_spin(next, cost / 2);
+	rc = next(id, ts);
+	tap_spin(next, cost - cost / 2);
+	if (rc == 0 && ts != NULL && shift != 0)
+		tap_shift_timespec(ts, shift);
+	return rc;
 }
 
-/* Counts, then answers exactly as libc does. */
+/* CLOCK_REALTIME as the tap answers it now, in ns: the test's reference. */
+TAP_EXPORT uint64_t life_tap_realtime_ns(void);
+TAP_EXPORT uint64_t life_tap_realtime_ns(void)
+{
+	struct timespec ts;
+
+	tap_read(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Counts, then answers as libc does, the clock moved as asked. */
+TAP_EXPORT int clock_gettime(clockid_t id, struct timespec *ts)
+{
+	tap_calls++;
+	tap_gate();
+	return tap_read(id, ts);
+}
+
+/* Counts, then answers as libc does, the clock moved as asked. */
 TAP_EXPORT int gettimeofday(struct timeval *tv, GETTIMEOFDAY_TZ_TYPE tz)
 {
 	int (*next)(struct timeval *, void *) =
 	    (int (*)(struct timeval *, void *))tap_next(&tap_gettimeofday_next, "gettimeofday");
+	int64_t shift = tap_shift_for(CLOCK_REALTIME);
+	int rc;
 
 	tap_calls++;
 	tap_gate();
-	return next(tv, tz);
+	rc = next(tv, tz);
+	if (rc == 0 && shift != 0) {
+		int64_t us = (int64_t)tv->tv_sec * 1000000 + tv->tv_usec + shift / 1000;
+
+		tv->tv_sec = (time_t)(us / 1000000);
+		tv->tv_usec = (suseconds_t)(us % 1000000);
+	}
+	return rc;
 }
 
-/* Counts, then answers exactly as libc does. */
+/* Counts, then answers as libc does, the clock moved as asked. */
 TAP_EXPORT time_t time(time_t *t)
 {
 	time_t (*next)(time_t *) = (time_t(*)(time_t *))tap_next(&tap_time_next, "time");
+	int64_t shift = tap_shift_for(CLOCK_REALTIME);
+	time_t now;
 
 	tap_calls++;
 	tap_gate();
-	return next(t);
+	now = next(NULL);
+	if (now != (time_t)-1 && shift != 0)
+		now = (time_t)(((int64_t)now * 1000000000 + shift) / 1000000000);
+	if (t != NULL)
+		*t = now;
+	return now;
 }
 
-/* Counts, then answers exactly as libc does. */
+/* Counts, then answers as libc does, the clock moved as asked. */
 TAP_EXPORT int timespec_get(struct timespec *ts, int base)
 {
 	int (*next)(struct timespec *, int) =
 	    (int (*)(struct timespec *, int))tap_next(&tap_timespec_get_next, "timespec_get");
+	int64_t shift = tap_shift_for(CLOCK_REALTIME);
+	int rc;
 
 	tap_calls++;
 	tap_gate();
-	return next(ts, base);
+	rc = next(ts, base);
+	if (rc == TIME_UTC && base == TIME_UTC && shift != 0)
+		tap_shift_timespec(ts, shift);
+	return rc;
 }

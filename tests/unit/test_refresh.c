@@ -110,6 +110,36 @@ START_TEST(test_refresh_wakes_for_first_line)
 }
 END_TEST
 
+/* A CPU whose calibration keeps failing answers with libc after 15 s of
+ * failures with no success between, not before; a success in between starts
+ * the count again. Fake monotonic times; the table is plain memory. */
+START_TEST(test_refresh_drop_after_15_s)
+{
+	const uint32_t cpu = 3;
+	const uint64_t t0 = 1000 * 1000000000ull;
+	struct refresh_cpu *c = &refresh_cpus[cpu];
+	struct calib_line line = { .mult = 1ull << 63, .offset = 12345 };
+
+	memset(c, 0, sizeof *c);
+	table_publish(cpu, line);
+	refresh_cpu_failed(cpu, c, t0);
+	refresh_cpu_failed(cpu, c, t0 + REFRESH_DROP_AFTER_NS - 1);
+	ck_assert(!c->dropped);
+	ck_assert_uint_eq(table_records[cpu].mult, line.mult);
+	/* A success: failing_since_ns is cleared, as refresh_update_one does. */
+	c->failing_since_ns = 0;
+	refresh_cpu_failed(cpu, c, t0 + REFRESH_DROP_AFTER_NS + 5);
+	ck_assert(!c->dropped);
+	refresh_cpu_failed(cpu, c, t0 + 2 * REFRESH_DROP_AFTER_NS + 4);
+	ck_assert(!c->dropped);
+	refresh_cpu_failed(cpu, c, t0 + 2 * REFRESH_DROP_AFTER_NS + 5);
+	ck_assert(c->dropped);
+	ck_assert_uint_eq(table_records[cpu].mult, 0);
+	ck_assert_uint_eq(table_records[cpu].offset, 0);
+	memset(refresh_cpus, 0, sizeof refresh_cpus);
+}
+END_TEST
+
 /* An entry point that answered from the TSC and stops (the lines lost the
  * clocksource's trust, the kernel dropped the TSC) has libc's answers
  * clamped from then on; one that was left to libc from the start does
@@ -135,6 +165,7 @@ Suite *suite_refresh(void)
 	tcase_add_test(tc, test_refresh_start_pending_from_settings);
 	tcase_add_test(tc, test_refresh_start_pending_after_fork);
 	tcase_add_test(tc, test_refresh_wakes_for_first_line);
+	tcase_add_test(tc, test_refresh_drop_after_15_s);
 	tcase_add_test(tc, test_refresh_clamp_after_tsc_answers);
 	suite_add_tcase(s, tc);
 	return s;

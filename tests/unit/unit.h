@@ -12,5 +12,6 @@ Suite *suite_clock(void);
 Suite *suite_refresh(void);
 Suite *suite_cpu(void);
 Suite *suite_evidence(void);
+Suite *suite_watch(void);
 
 #endif

@@ -1,0 +1,248 @@
+/* The kernel's clock moves beneath the library. The tap (tap.c) sits where
+ * fasttime finds libc, so what it answers is the kernel's clock as the
+ * library sees it, and it can move that clock on demand.
+ *
+ *   moves step        CLOCK_REALTIME is set by +1 s, -1 s (a leap second),
+ *                     +10 s, -10 s, +3 h and -3 h in turn: the library's
+ *                     CLOCK_REALTIME, gettimeofday and timespec_get follow
+ *                     each step, and CLOCK_MONOTONIC never goes back.
+ *   moves step-slow   the same with every read of the kernel's clock made
+ *                     1.2 us slow, as where it is a system call: the
+ *                     library's sandwiches are wider than a microsecond.
+ *   moves fallback    the refresh thread's clock runs 300 us ahead of what
+ *                     libc answers everyone else, so the lines do too; the
+ *                     thread is then held until the lines go stale, and
+ *                     each of the four functions, answered by libc, must
+ *                     never go back in the reading thread.
+ *
+ * How long each step took to be followed is printed, not judged: the
+ * machines are shared. A step not followed within 10 s fails. */
+#include "config.h"
+
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "life.h"
+
+/* The tap's controls (tap.c). */
+static void (*moves_set_realtime)(int64_t ns);
+static void (*moves_slow_reads)(uint64_t ns);
+static void (*moves_lead_refresh)(int64_t ns);
+static uint64_t (*moves_tap_realtime_ns)(void);
+
+static void moves_find_tap(void)
+{
+	moves_set_realtime = (void (*)(int64_t))dlsym(RTLD_DEFAULT, "life_tap_set_realtime");
+	moves_slow_reads = (void (*)(uint64_t))dlsym(RTLD_DEFAULT, "life_tap_slow_reads");
+	moves_lead_refresh = (void (*)(int64_t))dlsym(RTLD_DEFAULT, "life_tap_lead_refresh");
+	moves_tap_realtime_ns = (uint64_t(*)(void))dlsym(RTLD_DEFAULT, "life_tap_realtime_ns");
+	if (moves_set_realtime == NULL || moves_slow_reads == NULL || moves_lead_refresh == NULL ||
+	    moves_tap_realtime_ns == NULL)
+		life_fail("the tap's clock controls are missing");
+}
+
+/* The preloaded CLOCK_REALTIME, in ns. */
+static uint64_t moves_real_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return life_ns(&ts);
+}
+
+/* The preloaded monotonic clock, which must never go back across steps. */
+static uint64_t moves_last_mono;
+
+static void moves_check_mono(void)
+{
+	uint64_t now = life_mono_ns();
+
+	if (now < moves_last_mono)
+		life_fail("CLOCK_MONOTONIC went back by %llu ns",
+			  (unsigned long long)(moves_last_mono - now));
+	moves_last_mono = now;
+}
+
+/* What the last moves_follows found: which answer, how far off. */
+static const char *moves_off_what = "";
+static int64_t moves_off_by;
+
+/* Whether an answer is within tolerance of the tap's clock, read just
+ * before and just after it. */
+static bool moves_near(const char *what, uint64_t before, uint64_t answer, uint64_t after,
+		       uint64_t tolerance_ns)
+{
+	if (answer + tolerance_ns >= before && answer <= after + tolerance_ns)
+		return true;
+	moves_off_what = what;
+	moves_off_by = (int64_t)(answer - before);
+	return false;
+}
+
+/* Whether the three precise realtime answers are within tolerance of the
+ * tap's clock now. */
+static bool moves_follows(uint64_t tolerance_ns)
+{
+	struct timespec spec;
+	struct timeval tv;
+	uint64_t before, answer;
+
+	before = moves_tap_realtime_ns();
+	answer = moves_real_ns();
+	if (!moves_near("clock_gettime", before, answer, moves_tap_realtime_ns(), tolerance_ns))
+		return false;
+	before = moves_tap_realtime_ns();
+	gettimeofday(&tv, NULL);
+	answer = (uint64_t)tv.tv_sec * LIFE_NS_PER_SEC + (uint64_t)tv.tv_usec * 1000u;
+	if (!moves_near("gettimeofday", before, answer + 999, moves_tap_realtime_ns(),
+			tolerance_ns))
+		return false;
+	before = moves_tap_realtime_ns();
+	timespec_get(&spec, TIME_UTC);
+	return moves_near("timespec_get", before, life_ns(&spec), moves_tap_realtime_ns(),
+			  tolerance_ns);
+}
+
+/* Sets the clock by step_ns and waits until the library follows. */
+static void moves_one_step(int64_t step_ns, const char *name)
+{
+	const uint64_t tolerance = 100000; /* far below any step, far above an error */
+	uint64_t start, seen = 0;
+
+	moves_set_realtime(step_ns);
+	start = life_libc_mono_ns();
+	while (life_libc_mono_ns() - start < 10 * LIFE_NS_PER_SEC) {
+		moves_check_mono();
+		if (moves_follows(tolerance)) {
+			seen = life_libc_mono_ns();
+			break;
+		}
+	}
+	if (seen == 0)
+		life_fail("CLOCK_REALTIME set %s: not followed 10 s later (%s %+.6f s from the "
+			  "kernel's)",
+			  name, moves_off_what, (double)moves_off_by / 1e9);
+	life_say("set %s: followed after %.1f ms", name, (double)(seen - start) / 1e6);
+	/* And it stays followed. */
+	for (int i = 0; i < 1000; i++) {
+		moves_check_mono();
+		if (!moves_follows(tolerance))
+			life_fail(
+			    "set %s: followed, then lost: %s %+lld ns from the kernel's clock",
+			    name, moves_off_what, (long long)moves_off_by);
+	}
+}
+
+static void moves_steps(void)
+{
+	const int64_t s = (int64_t)LIFE_NS_PER_SEC;
+
+	moves_one_step(s, "+1 s");
+	moves_one_step(-s, "-1 s");
+	moves_one_step(10 * s, "+10 s");
+	moves_one_step(-10 * s, "-10 s");
+	moves_one_step(3 * 3600 * s, "+3 h");
+	moves_one_step(-3 * 3600 * s, "-3 h");
+}
+
+/* One function's answers in this thread, as ns, and how often they went
+ * back. */
+struct moves_series {
+	const char *name;
+	uint64_t last;
+	uint64_t backward;
+	uint64_t worst_ns;
+};
+
+static void moves_note(struct moves_series *series, uint64_t ns)
+{
+	if (ns < series->last) {
+		series->backward++;
+		if (series->last - ns > series->worst_ns)
+			series->worst_ns = series->last - ns;
+	}
+	series->last = ns;
+}
+
+/* Reads the four functions in turn, for ms. */
+static void moves_read_all(struct moves_series series[4], unsigned ms)
+{
+	uint64_t end = life_libc_mono_ns() + ms * LIFE_NS_PER_MS;
+
+	while (life_libc_mono_ns() < end) {
+		struct timespec ts;
+		struct timeval tv;
+
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		moves_note(&series[0], life_ns(&ts));
+		clock_gettime(CLOCK_REALTIME, &ts);
+		moves_note(&series[1], life_ns(&ts));
+		gettimeofday(&tv, NULL);
+		moves_note(&series[2],
+			   (uint64_t)tv.tv_sec * LIFE_NS_PER_SEC + (uint64_t)tv.tv_usec * 1000u);
+		timespec_get(&ts, TIME_UTC);
+		moves_note(&series[3], life_ns(&ts));
+	}
+}
+
+/* Lines ahead of libc by 300 us, then stale: libc answers, never behind
+ * what the TSC answered this thread. */
+static void moves_fallback(void)
+{
+	struct moves_series series[4] = {
+		{ .name = "clock_gettime(CLOCK_MONOTONIC)" },
+		{ .name = "clock_gettime(CLOCK_REALTIME)" },
+		{ .name = "gettimeofday" },
+		{ .name = "timespec_get" },
+	};
+	uint64_t fell_back = 0;
+
+	for (int round = 0; round < 4; round++) {
+		uint64_t before;
+
+		if (!life_wait_fast(5000))
+			life_fail("the TSC does not answer again after the hold");
+		moves_read_all(series, 50);
+		before = life_fallthrough();
+		life_hold_refresh(true);
+		moves_read_all(series, (unsigned)(life_window_ns() / LIFE_NS_PER_MS) + 300);
+		fell_back += life_fallthrough() - before;
+		life_hold_refresh(false);
+	}
+	if (fell_back == 0)
+		life_fail("the lines never went stale: nothing was tested");
+	for (int i = 0; i < 4; i++) {
+		life_say("%s: %llu steps back, worst %llu ns", series[i].name,
+			 (unsigned long long)series[i].backward,
+			 (unsigned long long)series[i].worst_ns);
+		if (series[i].backward != 0)
+			life_fail("%s went back when libc answered", series[i].name);
+	}
+	life_say("%llu answers from libc while the lines were stale",
+		 (unsigned long long)fell_back);
+}
+
+int main(int argc, char **argv)
+{
+	const char *what = argc > 1 ? argv[1] : "";
+
+	life_begin("moves");
+	moves_find_tap();
+	life_watchdog(180);
+	if (strcmp(what, "step") == 0 || strcmp(what, "step-slow") == 0) {
+		if (strcmp(what, "step-slow") == 0)
+			moves_slow_reads(1200);
+		life_require_fast();
+		moves_steps();
+	} else if (strcmp(what, "fallback") == 0) {
+		moves_lead_refresh(300000);
+		life_require_fast();
+		moves_fallback();
+	} else {
+		life_fail("usage: moves step|step-slow|fallback");
+	}
+	return 0;
+}
