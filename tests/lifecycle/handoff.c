@@ -4,14 +4,21 @@
  * backwards between two threads that were ordered by a release/acquire pair.
  *
  * Ordered mode (default): no inversion, no step back within a thread.
- * Relaxed mode: rdtsc may run ahead of the load that saw the hand-off, so the
- * count, the sizes and the worst inversion are measured and printed, not
- * judged; only the per-thread clamp is (no step back within a thread).
+ * Relaxed mode: rdtsc may run ahead of the load that saw the hand-off, so
+ * inversions happen; the count and the sizes are printed, and the worst is
+ * judged against the bound libfasttime(7) states (HANDOFF_RELAXED_BOUND_NS),
+ * with the per-thread clamp (no step back within a thread).
  *
  * Short: 10^6 hand-offs. Soak (FASTTIME_SOAK=1): 2 x 10^7. LIFE_HANDOFFS
  * overrides both. The first inversions are listed when ordered mode fails,
  * and in relaxed mode too with LIFE_SHOW=1. */
 #include "config.h"
+
+/* The most a relaxed timestamp handed to another thread may exceed that
+ * thread's next reading, as libfasttime(7) states it: an early rdtsc gains
+ * at most the instruction window (the worst measured: 179 ns on Intel, 171
+ * on AMD), and the CPUs' lines agree more closely than that. */
+#define HANDOFF_RELAXED_BOUND_NS 1000u
 
 #include <errno.h>
 #include <linux/futex.h>
@@ -299,6 +306,12 @@ int main(void)
 		handoff_show(&b, started);
 		life_fail("ordered mode: %llu inversions, worst %llu ns",
 			  (unsigned long long)inversions, (unsigned long long)worst);
+	}
+	if (relaxed && worst > HANDOFF_RELAXED_BOUND_NS) {
+		handoff_show(&a, started);
+		handoff_show(&b, started);
+		life_fail("relaxed mode: an inversion of %llu ns, beyond the stated %u ns",
+			  (unsigned long long)worst, HANDOFF_RELAXED_BOUND_NS);
 	}
 	return 0;
 }
