@@ -151,14 +151,21 @@ static uint64_t calib_line_slope(uint64_t measured, uint64_t shared_mult)
 	return shared_mult;
 }
 
-/* The span over which error is paid back: the next interval, or longer where
- * that would pay it back faster than CALIB_MAX_PAYBACK_PPM. */
-static uint64_t calib_payback_span_ns(uint64_t error_abs, uint64_t next_interval_ns)
+/* The span over which error is paid back: until the next round, due in
+ * next_interval_ns, as late as the last one came (late_ns: a loaded
+ * machine delays the thread's wake-ups and pins; a line still bent when a
+ * late round comes has overshot, and the corrections would swing from
+ * side to side), or longer where that would pay it back faster than
+ * CALIB_MAX_PAYBACK_PPM. */
+static uint64_t calib_payback_span_ns(uint64_t error_abs, uint64_t next_interval_ns,
+				      uint64_t late_ns)
 {
 	unsigned __int128 span = (unsigned __int128)error_abs * 1000000u / CALIB_MAX_PAYBACK_PPM;
+	unsigned __int128 until_next = (unsigned __int128)next_interval_ns + late_ns;
 
-	return span > next_interval_ns ? (span > UINT64_MAX ? UINT64_MAX : (uint64_t)span)
-				       : next_interval_ns;
+	if (until_next > span)
+		span = until_next;
+	return span > UINT64_MAX ? UINT64_MAX : (uint64_t)span;
 }
 
 /* Signed ticks times a 0.64 fraction: the product's high word. */
@@ -172,6 +179,7 @@ enum calib_outcome calib_cpu_update_at(struct calib_cpu *cpu, const struct calib
 				       uint64_t publish_tsc)
 {
 	uint64_t measured, slope, span, span_ticks, from_tsc, from_ns, aim_tsc, aim_ns, mult;
+	uint64_t late;
 	int64_t error;
 	bool have_line = cpu->line.mult != 0;
 
@@ -222,6 +230,14 @@ enum calib_outcome calib_cpu_update_at(struct calib_cpu *cpu, const struct calib
 	cpu->last_error_ns = error;
 	if (!calib_rate_plausible(measured, cpu->slope_mult))
 		return calib_cpu_step(cpu, sample);
+	/* How much later than asked this sample came (0 when on time or early:
+	 * the watch may call a round before it is due). */
+	late = sample->ns - cpu->anchor.ns > cpu->asked_interval_ns
+		   ? sample->ns - cpu->anchor.ns - cpu->asked_interval_ns
+		   : 0;
+	if (cpu->asked_interval_ns == 0)
+		late = 0;
+	cpu->asked_interval_ns = next_interval_ns;
 	cpu->slope_mult = measured;
 	cpu->anchor = *sample;
 	slope = calib_line_slope(measured, shared_mult);
@@ -229,13 +245,20 @@ enum calib_outcome calib_cpu_update_at(struct calib_cpu *cpu, const struct calib
 	/* The line starts from where readers of the old line are when it is
 	 * published: it meets the old line there, so readers see neither a jump
 	 * nor a step back. It aims at where the kernel's clock will be, at the
-	 * rate just learned, one pay-back span after that: the next line will
-	 * be published about as long after its sample as this one, and the
-	 * bend must last until then, not overshoot from the next sample on. */
-	span = calib_payback_span_ns(calib_abs_ns(error), next_interval_ns);
+	 * rate just learned, one pay-back span after that: long enough that
+	 * the next round, even a late one, comes before the bend overshoots
+	 * (calib_payback_span_ns). */
+	span = calib_payback_span_ns(calib_abs_ns(error), next_interval_ns, late);
 	span_ticks = calib_ticks_for_ns(slope, span);
-	from_tsc = publish_tsc - sample->tsc < span_ticks / 2 ? publish_tsc : sample->tsc;
+	/* However late the publish (a loaded machine delays the round's other
+	 * pins), the line starts where readers are then: starting it at the
+	 * sample would step them back by the change of slope times the delay. */
+	from_tsc = (int64_t)(publish_tsc - sample->tsc) > 0 ? publish_tsc : sample->tsc;
 	from_ns = calib_line_eval(cpu->line, from_tsc);
+	/* A line cannot run past the counter's last value (a TSC that started
+	 * near it, as tests make): the aim comes no later. */
+	if (span_ticks > UINT64_MAX - from_tsc)
+		span_ticks = UINT64_MAX - from_tsc;
 	aim_tsc = from_tsc + span_ticks;
 	aim_ns = sample->ns + (uint64_t)calib_signed_ns((int64_t)(aim_tsc - sample->tsc), slope);
 	if (span_ticks == 0 || aim_tsc <= from_tsc || (int64_t)(aim_ns - from_ns) <= 0)

@@ -32,6 +32,7 @@ struct calib_cpu {
 	struct calib_line line;	     /* what is published for readers */
 	int64_t last_error_ns;	     /* kernel minus line at the last sample */
 	uint64_t narrowest_width_ns; /* the narrowest sandwich ever seen here */
+	uint64_t asked_interval_ns;  /* the next_interval_ns of the last update */
 };
 
 enum calib_outcome {

@@ -569,15 +569,24 @@ static const char *refresh_recheck_kernel(void)
 				   refresh_tsc_offered_at_start && !facts->kernel_offers_tsc);
 }
 
+/* Sleeps until deadline_ns on the monotonic clock as the library reads it
+ * (libc's function, or whatever is preloaded beneath it): the sleep is
+ * relative, so that a clock read through another path than the kernel's
+ * timers (a test's fake clock, moved ahead) cannot lengthen it. */
 static void refresh_sleep_until(uint64_t deadline_ns)
 {
-	struct timespec until = {
-		.tv_sec = (time_t)(deadline_ns / CLOCK_NS_PER_SEC),
-		.tv_nsec = (long)(deadline_ns % CLOCK_NS_PER_SEC),
-	};
+	for (;;) {
+		uint64_t now = refresh_mono_ns(), left;
+		struct timespec span;
 
-	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &until, NULL) == EINTR)
-		;
+		if (now >= deadline_ns)
+			return;
+		left = deadline_ns - now;
+		span.tv_sec = (time_t)(left / CLOCK_NS_PER_SEC);
+		span.tv_nsec = (long)(left % CLOCK_NS_PER_SEC);
+		if (clock_nanosleep(CLOCK_MONOTONIC, 0, &span, NULL) != EINTR)
+			return;
+	}
 }
 
 /* The narrowest of a few sandwiches of the counter, on whichever CPU the
@@ -634,15 +643,17 @@ bool refresh_watch_look(void)
 	}
 	c->look_error_ns = error;
 	c->look_mono_ns = sample.ns;
+	/* A line that is off but moved no faster than rates explain (a slew
+	 * being followed) stays in use: readers falling back to libc now
+	 * would be held by their clamp wherever the line ran ahead. */
+	watch_validity(sample.tsc, line.mult, WATCH_VALID_NS, &valid_from, &valid_ticks);
+	table_set_validity(valid_from, valid_ticks);
 	if (!watch_line_holds(line, &sample, WATCH_LINE_TOLERANCE_NS)) {
 		debug_log("watch: cpu %u's line is %+lld ns from the kernel's clock (sandwich %llu "
 			  "ns): refreshing now",
-			  cpu, (long long)watch_line_error(line, &sample),
-			  (unsigned long long)sample.width_ns);
+			  cpu, (long long)error, (unsigned long long)sample.width_ns);
 		return true;
 	}
-	watch_validity(sample.tsc, line.mult, WATCH_VALID_NS, &valid_from, &valid_ticks);
-	table_set_validity(valid_from, valid_ticks);
 	return false;
 }
 

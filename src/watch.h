@@ -62,9 +62,11 @@ bool watch_line_holds(struct calib_line line, const struct calib_sample *sample,
 
 /* How fast the error between a line and the kernel's clock can change
  * without a discontinuity, in parts per million of the time between looks:
- * the kernel's rate moves within +-10 % (adjtimex's tick), and a line pays
- * an error back at up to 20 % (CALIB_MAX_PAYBACK_PPM). */
-#define WATCH_MAX_DRIFT_PPM 300000u
+ * the kernel's rate moves within +-10 % (adjtimex's tick), a line runs at
+ * the rate it learned (as far off again when the rate just swung across
+ * the range) and pays an error back at up to 20 % of that
+ * (CALIB_MAX_PAYBACK_PPM): about 45 % at worst, and some room. */
+#define WATCH_MAX_DRIFT_PPM 500000u
 
 /* Whether the error found now (kernel minus line, at now_ns on the kernel's
  * monotonic clock, in a sandwich of width_ns) moved away from the one found

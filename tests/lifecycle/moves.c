@@ -9,6 +9,12 @@
  *   moves step-slow   the same with every read of the kernel's clock made
  *                     1.2 us slow, as where it is a system call: the
  *                     library's sandwiches are wider than a microsecond.
+ *   moves slew PPM    both clocks slewed by PPM parts per million for 3 s,
+ *                     then not: the library's CLOCK_MONOTONIC follows the
+ *                     kernel's within MOVES_SLEW_ERROR_NS while it slews,
+ *                     and within MOVES_SETTLED_ERROR_NS from 2 s after the
+ *                     slew ends; it never goes back, and never stands
+ *                     still for 1 ms while the lines answer.
  *   moves fallback    the refresh thread's clock runs 300 us ahead of what
  *                     libc answers everyone else, so the lines do too; the
  *                     thread is then held until the lines go stale, and
@@ -31,16 +37,20 @@
 static void (*moves_set_realtime)(int64_t ns);
 static void (*moves_slow_reads)(uint64_t ns);
 static void (*moves_lead_refresh)(int64_t ns);
+static void (*moves_slew)(int64_t ppm);
 static uint64_t (*moves_tap_realtime_ns)(void);
+static uint64_t (*moves_tap_monotonic_ns)(void);
 
 static void moves_find_tap(void)
 {
 	moves_set_realtime = (void (*)(int64_t))dlsym(RTLD_DEFAULT, "life_tap_set_realtime");
 	moves_slow_reads = (void (*)(uint64_t))dlsym(RTLD_DEFAULT, "life_tap_slow_reads");
 	moves_lead_refresh = (void (*)(int64_t))dlsym(RTLD_DEFAULT, "life_tap_lead_refresh");
+	moves_slew = (void (*)(int64_t))dlsym(RTLD_DEFAULT, "life_tap_slew");
 	moves_tap_realtime_ns = (uint64_t(*)(void))dlsym(RTLD_DEFAULT, "life_tap_realtime_ns");
+	moves_tap_monotonic_ns = (uint64_t(*)(void))dlsym(RTLD_DEFAULT, "life_tap_monotonic_ns");
 	if (moves_set_realtime == NULL || moves_slow_reads == NULL || moves_lead_refresh == NULL ||
-	    moves_tap_realtime_ns == NULL)
+	    moves_slew == NULL || moves_tap_realtime_ns == NULL || moves_tap_monotonic_ns == NULL)
 		life_fail("the tap's clock controls are missing");
 }
 
@@ -148,6 +158,96 @@ static void moves_steps(void)
 	moves_one_step(-3 * 3600 * s, "-3 h");
 }
 
+/* How the library's CLOCK_MONOTONIC kept up with a slewed kernel clock. */
+struct moves_follow {
+	uint64_t max_error_ns; /* outside the kernel's readings before and after */
+	uint64_t backward;
+	uint64_t longest_still_ns; /* kernel time with the same answer */
+	uint64_t libc_in_longest;  /* answers from libc during that time */
+	uint64_t last, still_since, still_libc;
+};
+
+/* Reads the library's CLOCK_MONOTONIC between two of the kernel's (the
+ * tap's) for ms of libc's time, noting into track. */
+static void moves_follow_for(unsigned ms, struct moves_follow *track)
+{
+	uint64_t end = life_libc_mono_ns() + ms * LIFE_NS_PER_MS;
+
+	while (life_libc_mono_ns() < end) {
+		uint64_t before = moves_tap_monotonic_ns();
+		uint64_t answer = life_mono_ns();
+		uint64_t after = moves_tap_monotonic_ns();
+		uint64_t error = answer < before  ? before - answer
+				 : answer > after ? answer - after
+						  : 0;
+
+		if (error > track->max_error_ns)
+			track->max_error_ns = error;
+		if (answer < track->last)
+			track->backward++;
+		if (answer != track->last || track->still_since == 0) {
+			track->still_since = before;
+			track->still_libc = life_fallthrough();
+		} else if (after - track->still_since > track->longest_still_ns) {
+			track->longest_still_ns = after - track->still_since;
+			track->libc_in_longest = life_fallthrough() - track->still_libc;
+		}
+		track->last = answer;
+	}
+}
+
+/* The bounds the slew test holds the library to, with room for a loaded
+ * machine: the watch looks every 80 ms and runs a round once the line is
+ * 50 us off (watch.h), so while the kernel slews by 83,333 ppm a line is
+ * off by up to that rate over a look's period or a late round's (7 ms
+ * measured here); 2 s after the slew ends the lines have settled (under
+ * 1 us measured here). The old calibration, which stepped the lines every
+ * round, was 8 to 25 ms off for as long as it ran. */
+#define MOVES_SLEW_ERROR_NS    20000000u
+#define MOVES_SETTLED_ERROR_NS 100000u
+
+/* Prints one phase of a slew and fails on a step back, or on a standstill
+ * of 1 ms or more that no answer from libc explains: a correction of the
+ * line held the clock. (Lines gone stale on a starved machine hand the
+ * thread to libc, whose answer its clamp may hold; that is reported.) */
+static void moves_report(int64_t ppm, const char *phase, const struct moves_follow *track)
+{
+	life_say("slew %+lld ppm, %s: max error %llu ns, longest standstill %llu ns (%llu answers "
+		 "from libc in it), %llu steps back",
+		 (long long)ppm, phase, (unsigned long long)track->max_error_ns,
+		 (unsigned long long)track->longest_still_ns,
+		 (unsigned long long)track->libc_in_longest, (unsigned long long)track->backward);
+	if (track->backward != 0)
+		life_fail("CLOCK_MONOTONIC went back (%s)", phase);
+	if (track->longest_still_ns >= LIFE_NS_PER_MS && track->libc_in_longest == 0)
+		life_fail("CLOCK_MONOTONIC stood still for %llu ns with the lines in use (%s)",
+			  (unsigned long long)track->longest_still_ns, phase);
+}
+
+static void moves_slew_test(int64_t ppm)
+{
+	struct moves_follow during = { 0 }, after = { 0 }, settled = { 0 };
+
+	moves_follow_for(1000, &during);
+	during = (struct moves_follow){ .last = during.last };
+	moves_slew(ppm);
+	moves_follow_for(3000, &during);
+	moves_slew(0);
+	after.last = during.last;
+	moves_follow_for(2000, &after);
+	settled.last = after.last;
+	moves_follow_for(2000, &settled);
+	moves_report(ppm, "while it slewed", &during);
+	moves_report(ppm, "in the 2 s after", &after);
+	moves_report(ppm, "from then on", &settled);
+	if (during.max_error_ns > MOVES_SLEW_ERROR_NS)
+		life_fail("off by %llu ns while the kernel slewed",
+			  (unsigned long long)during.max_error_ns);
+	if (settled.max_error_ns > MOVES_SETTLED_ERROR_NS)
+		life_fail("still off by %llu ns 2 s after the slew ended",
+			  (unsigned long long)settled.max_error_ns);
+}
+
 /* One function's answers in this thread, as ns, and how often they went
  * back. */
 struct moves_series {
@@ -237,12 +337,15 @@ int main(int argc, char **argv)
 			moves_slow_reads(1200);
 		life_require_fast();
 		moves_steps();
+	} else if (strcmp(what, "slew") == 0 && argc > 2) {
+		life_require_fast();
+		moves_slew_test(strtoll(argv[2], NULL, 10));
 	} else if (strcmp(what, "fallback") == 0) {
 		moves_lead_refresh(300000);
 		life_require_fast();
 		moves_fallback();
 	} else {
-		life_fail("usage: moves step|step-slow|fallback");
+		life_fail("usage: moves step|step-slow|slew PPM|fallback");
 	}
 	return 0;
 }

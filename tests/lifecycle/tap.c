@@ -8,10 +8,10 @@
  *
  * The tap can also hold the refresh thread (named "fasttime") at its next
  * call: a starved or dead refresh thread, on demand. And it can move the
- * kernel's clock as fasttime sees it: set CLOCK_REALTIME (a step), make
- * each read slow (a kernel clock that is a system call: wide sandwiches),
- * or put the refresh thread's clock ahead of everyone else's (lines that
- * run a little ahead of what libc answers the readers). */
+ * kernel's clock as fasttime sees it: set CLOCK_REALTIME (a step), slew
+ * both clocks as NTP would (a rate), make each read slow (a kernel clock that is a system call:
+ * wide sandwiches), or put the refresh thread's clock ahead of everyone else's (lines that run a
+ * little ahead of what libc answers the readers). */
 #include "config.h"
 
 #include <dlfcn.h>
@@ -114,6 +114,64 @@ TAP_EXPORT void life_tap_lead_refresh(int64_t ns)
 	__atomic_store_n(&tap_refresh_lead_ns, ns, __ATOMIC_RELEASE);
 }
 
+/* A slew: from raw monotonic time base_ns on, both clocks gain ppm parts
+ * per million, on top of carried_ns gained by earlier slews. Written under
+ * a sequence count: readers in other threads retry a torn read. */
+static unsigned tap_slew_sequence;
+static int64_t tap_slew_ppm, tap_slew_carried_ns;
+static uint64_t tap_slew_base_ns;
+
+/* libc's own CLOCK_MONOTONIC, in ns. */
+static uint64_t tap_raw_monotonic_ns(void)
+{
+	int (*next)(clockid_t, struct timespec *) = (int (*)(clockid_t, struct timespec *))tap_next(
+	    &tap_clock_gettime_next, "clock_gettime");
+	struct timespec ts;
+
+	next(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* What the slews have added by raw monotonic time raw_ns. */
+static int64_t tap_slew_shift(uint64_t raw_ns)
+{
+	for (;;) {
+		unsigned before = __atomic_load_n(&tap_slew_sequence, __ATOMIC_ACQUIRE);
+		int64_t ppm = __atomic_load_n(&tap_slew_ppm, __ATOMIC_RELAXED);
+		int64_t carried = __atomic_load_n(&tap_slew_carried_ns, __ATOMIC_RELAXED);
+		uint64_t base = __atomic_load_n(&tap_slew_base_ns, __ATOMIC_RELAXED);
+		int64_t since = raw_ns > base ? (int64_t)(raw_ns - base) : 0;
+
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		if ((before & 1) == 0 &&
+		    __atomic_load_n(&tap_slew_sequence, __ATOMIC_RELAXED) == before)
+			return carried + since / 1000000 * ppm + since % 1000000 * ppm / 1000000;
+	}
+}
+
+/* From now on both clocks gain ppm parts per million (0: the slew ends,
+ * and what it gained stays). One caller at a time. */
+TAP_EXPORT void life_tap_slew(int64_t ppm);
+TAP_EXPORT void life_tap_slew(int64_t ppm)
+{
+	uint64_t now = tap_raw_monotonic_ns();
+	int64_t carried = tap_slew_shift(now);
+
+	__atomic_add_fetch(&tap_slew_sequence, 1, __ATOMIC_ACQ_REL);
+	__atomic_store_n(&tap_slew_carried_ns, carried, __ATOMIC_RELAXED);
+	__atomic_store_n(&tap_slew_base_ns, now, __ATOMIC_RELAXED);
+	__atomic_store_n(&tap_slew_ppm, ppm, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&tap_slew_sequence, 1, __ATOMIC_ACQ_REL);
+}
+
+/* What the slews add to an answer read now. */
+static int64_t tap_slew_now(void)
+{
+	if (__atomic_load_n(&tap_slew_sequence, __ATOMIC_ACQUIRE) == 0)
+		return 0;
+	return tap_slew_shift(tap_raw_monotonic_ns());
+}
+
 /* Whether this thread is fasttime's refresh thread: asked once per thread
  * (the thread names itself before it reads any clock). */
 static bool tap_in_refresh_thread(void)
@@ -139,6 +197,8 @@ static int64_t tap_shift_for(clockid_t id)
 	if ((id == CLOCK_REALTIME || id == CLOCK_MONOTONIC) &&
 	    __atomic_load_n(&tap_refresh_lead_ns, __ATOMIC_ACQUIRE) != 0 && tap_in_refresh_thread())
 		shift += __atomic_load_n(&tap_refresh_lead_ns, __ATOMIC_ACQUIRE);
+	if (id == CLOCK_REALTIME || id == CLOCK_MONOTONIC)
+		shift += tap_slew_now();
 	return shift;
 }
 
@@ -179,6 +239,16 @@ static int tap_read(clockid_t id, struct timespec *ts)
 	if (rc == 0 && ts != NULL && shift != 0)
 		tap_shift_timespec(ts, shift);
 	return rc;
+}
+
+/* CLOCK_MONOTONIC as the tap answers it now, in ns: the test's reference. */
+TAP_EXPORT uint64_t life_tap_monotonic_ns(void);
+TAP_EXPORT uint64_t life_tap_monotonic_ns(void)
+{
+	struct timespec ts;
+
+	tap_read(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 /* CLOCK_REALTIME as the tap answers it now, in ns: the test's reference. */
