@@ -16,6 +16,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -34,11 +35,15 @@ struct refresh_choice refresh_choice;
 struct refresh_verdict refresh_verdict;
 
 int refresh_state = REFRESH_OFF;
-/* The process the running thread belongs to. */
-static pid_t refresh_process;
-/* Per thread: failed careful reads to let pass before the next look at the
- * process id (refresh_check_process). */
-static __thread unsigned refresh_reads_until_pid_look __attribute__((tls_model("initial-exec")));
+/* A page the kernel zeroes in a child process (MADV_WIPEONFORK, Linux 4.14)
+ * but not in a vfork or CLONE_VM child, which shares it: its word is 1
+ * while the thread that set it runs in this process (refresh_check_process).
+ * NULL where it could not be made: then no child made without fork() is
+ * found, and such a child answers with libc once its lines go stale. */
+static volatile uint32_t *refresh_process_mark;
+#ifndef MADV_WIPEONFORK
+#define MADV_WIPEONFORK 18 /* Linux 4.14; older C library headers lack it */
+#endif
 static uint64_t refresh_configured_interval_ns = SETTINGS_DEFAULT_INTERVAL_MS * 1000000ull;
 static bool refresh_relaxed;
 static bool refresh_force_fast;
@@ -88,12 +93,31 @@ static uint64_t refresh_real_ns(void)
 	return (uint64_t)ts.tv_sec * CLOCK_NS_PER_SEC + (uint64_t)ts.tv_nsec;
 }
 
+/* Marks this process as the one the running thread belongs to: makes the
+ * page the first time (one mmap, no descriptor), sets its word. */
+static void refresh_mark_process(void)
+{
+	if (refresh_process_mark == NULL) {
+		void *page =
+		    mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+		if (page == MAP_FAILED)
+			return;
+		if (madvise(page, 4096, MADV_WIPEONFORK) != 0) {
+			munmap(page, 4096);
+			return;
+		}
+		refresh_process_mark = page;
+	}
+	*refresh_process_mark = 1;
+}
+
 /* Sets the state, and CLOCK_START_PENDING in api_flags while it is IDLE.
- * RUNNING records the process it runs in first (refresh_check_process). */
+ * RUNNING marks the process it runs in first (refresh_check_process). */
 static void refresh_set_state(int state)
 {
 	if (state == REFRESH_RUNNING)
-		__atomic_store_n(&refresh_process, (pid_t)syscall(SYS_getpid), __ATOMIC_RELAXED);
+		refresh_mark_process();
 	__atomic_store_n(&refresh_state, state, __ATOMIC_RELEASE);
 	if (state == REFRESH_IDLE)
 		__atomic_fetch_or(&table_shared.api_flags, CLOCK_START_PENDING, __ATOMIC_RELEASE);
@@ -819,21 +843,13 @@ void refresh_after_fork_in_child(void)
 
 void refresh_check_process(void)
 {
-	int saved_errno;
+	volatile uint32_t *mark = refresh_process_mark;
 
-	if (__atomic_load_n(&refresh_state, __ATOMIC_ACQUIRE) != REFRESH_RUNNING)
+	if (__atomic_load_n(&refresh_state, __ATOMIC_ACQUIRE) != REFRESH_RUNNING || mark == NULL ||
+	    *mark != 0)
 		return;
-	if (refresh_reads_until_pid_look > 0) {
-		refresh_reads_until_pid_look--;
-		return;
-	}
-	refresh_reads_until_pid_look = REFRESH_READS_PER_PID_LOOK;
-	saved_errno = errno;
-	if ((pid_t)syscall(SYS_getpid) != __atomic_load_n(&refresh_process, __ATOMIC_RELAXED)) {
-		debug_log("a new process made without fork(): starting its own refresh thread");
-		refresh_after_fork_in_child();
-	}
-	errno = saved_errno;
+	debug_log("a new process made without fork(): starting its own refresh thread");
+	refresh_after_fork_in_child();
 }
 
 bool refresh_calibrate_now(void)

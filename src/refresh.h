@@ -94,14 +94,12 @@ void refresh_after_fork_in_child(void);
 /* A process made without fork() (_Fork, a raw clone) runs no atfork
  * handler: its state still says RUNNING, but the thread stayed in the
  * parent, and its inherited lines go stale within the watch's validity.
- * The slow paths call this when the TSC could not answer: every
- * REFRESH_READS_PER_PID_LOOK such calls per thread it compares the process
- * id with the one the thread was started in, and on a change does what the
- * atfork handler does. (A vfork child shares the parent's memory, and the
- * parent's thread keeps the lines fresh: it meets no failed read unless
- * that thread is starved, and may only call exec or _exit anyway.) */
+ * The slow paths call this when the TSC could not answer: a word the
+ * kernel zeroed in the new process (MADV_WIPEONFORK) says so, and it does
+ * what the atfork handler does. A vfork or CLONE_VM child shares the word,
+ * still set, and is left alone: starting a thread there would start it in
+ * the parent's memory. No system call. */
 void refresh_check_process(void);
-#define REFRESH_READS_PER_PID_LOOK 256u
 
 /* One pass over the online CPUs this thread can run on, in the calling
  * thread (the tools call it directly). Returns the number of CPUs that have

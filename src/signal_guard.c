@@ -34,7 +34,7 @@ static signal_guard_info_handler signal_guard_info[NSIG];
 static pid_t signal_guard_lock_pid;
 
 /* libc's functions (or a sanitizer's, behind ours): found on first use,
- * with dlsym of symbols that exist, which does not allocate. */
+ * all together at the first install (signal_guard_resolve_all). */
 static signal_guard_sigaction_fn signal_guard_next_sigaction;
 static signal_guard_signal_fn signal_guard_next_signal[SIGNAL_GUARD_APIS];
 static const char *const signal_guard_names[SIGNAL_GUARD_APIS] = {
@@ -57,8 +57,26 @@ static void *signal_guard_next(void **slot, const char *name)
 	return fn;
 }
 
+/* Looks every next function up at the first install of any kind: that one
+ * is almost always made outside a handler, while a later first use of
+ * another kind (signal(sig, SIG_DFL) in a handler installed by sigaction)
+ * may come inside one, where dlsym must not run (it takes the loader's
+ * lock, and may free an earlier error message). */
+static void signal_guard_resolve_all(void)
+{
+	static bool resolved;
+
+	if (__atomic_load_n(&resolved, __ATOMIC_ACQUIRE))
+		return;
+	signal_guard_next((void **)&signal_guard_next_sigaction, "sigaction");
+	for (unsigned api = 0; api < SIGNAL_GUARD_APIS; api++)
+		signal_guard_next((void **)&signal_guard_next_signal[api], signal_guard_names[api]);
+	__atomic_store_n(&resolved, true, __ATOMIC_RELEASE);
+}
+
 static signal_guard_sigaction_fn signal_guard_real_sigaction(void)
 {
+	signal_guard_resolve_all();
 	return (signal_guard_sigaction_fn)signal_guard_next((void **)&signal_guard_next_sigaction,
 							    "sigaction");
 }
@@ -244,12 +262,15 @@ int signal_guard_sigaction(int sig, const struct sigaction *act, struct sigactio
 signal_guard_handler signal_guard_signal(enum signal_guard_api api, int sig,
 					 signal_guard_handler handler)
 {
-	signal_guard_signal_fn next = (signal_guard_signal_fn)signal_guard_next(
-	    (void **)&signal_guard_next_signal[api], signal_guard_names[api]);
+	signal_guard_signal_fn next;
 	struct signal_guard_saved saved;
 	signal_guard_handler previous;
 	sigset_t mask;
 	int saved_errno = errno, error;
+
+	signal_guard_resolve_all();
+	next = (signal_guard_signal_fn)signal_guard_next((void **)&signal_guard_next_signal[api],
+							 signal_guard_names[api]);
 
 	if (next == NULL) {
 		errno = ENOSYS;

@@ -146,6 +146,47 @@ static void fork_child_by(const char *how, unsigned run_ms)
 		life_fail("the child made by %s failed", how);
 }
 
+/* A vfork child that reads the clock while the lines are stale (the
+ * refresh thread held by the tap): it shares the parent's memory, so it
+ * must not take itself for a new process and start a thread there, which
+ * would leave the parent with two. */
+static void fork_vfork_with_stale_lines(void)
+{
+	pid_t pid;
+	int status;
+
+	life_hold_refresh(true);
+	life_sleep_ms((unsigned)(life_window_ns() / LIFE_NS_PER_MS) + 100);
+	fflush(stdout);
+	pid = vfork();
+	if (pid == 0) {
+		struct timespec ts;
+
+		for (int i = 0; i < 1000; i++)
+			clock_gettime(CLOCK_MONOTONIC, &ts);
+		_exit(0);
+	}
+	if (pid < 0)
+		life_fail("vfork: %s", strerror(errno));
+	status = life_wait_child(pid, 30);
+	if (status != 0)
+		life_fail("the vfork child reading stale lines ended with status 0x%x", status);
+	/* The parent's own reads while the lines are still stale: had the
+	 * child taken the shared state for its own, the parent would now take
+	 * itself for a new process and start a second thread. */
+	for (int i = 0; i < 1000; i++)
+		life_mono_ns();
+	life_hold_refresh(false);
+	if (!life_wait_fast(5000))
+		life_fail("parent: the TSC does not answer again after the vfork child");
+	if (life_threads_named("fasttime") != 1) {
+		life_list_threads();
+		life_fail("parent: %u refresh threads after a vfork child read stale lines",
+			  life_threads_named("fasttime"));
+	}
+	life_say("vfork child reading stale lines: the parent still has one refresh thread");
+}
+
 /* Runs the exec'd copy through one way of starting a process, checks its status. */
 static void fork_check_status(const char *how, int status)
 {
@@ -225,6 +266,7 @@ int main(int argc, char **argv)
 	fork_child_by("fork", run_ms);
 	fork_child_by("_Fork", run_ms);
 	fork_child_by("clone", run_ms);
+	fork_vfork_with_stale_lines();
 
 	/* This very file, even if a rebuild has replaced it meanwhile. */
 	fork_exec_ways("/proc/self/exe");
