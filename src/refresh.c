@@ -165,6 +165,23 @@ static void refresh_unpin(void)
 	sched_setaffinity(0, sizeof refresh_usable_mask, (cpu_set_t *)refresh_usable_mask);
 }
 
+/* One sandwich: the kernel's monotonic clock, the counter read as the
+ * sandwiches read it (with the CPU it was read on, in *stamp), the kernel's
+ * clock again; false when the kernel's clock ran back between. */
+static bool refresh_sandwich(struct calib_sample *sample, struct cpu_stamp *stamp)
+{
+	uint64_t before = refresh_mono_ns(), after;
+
+	*stamp = cpu_read_stamp(refresh_sample_reading);
+	after = refresh_mono_ns();
+	if (after < before)
+		return false;
+	sample->tsc = stamp->tsc;
+	sample->width_ns = after - before;
+	sample->ns = before + sample->width_ns / 2;
+	return true;
+}
+
 /* Takes sandwiches on the CPU this thread is pinned to; false when none was
  * taken there (the thread was moved each time). */
 static bool refresh_sample_cpu(uint32_t cpu, struct calib_sample *best, uint32_t *node)
@@ -173,18 +190,11 @@ static bool refresh_sample_cpu(uint32_t cpu, struct calib_sample *best, uint32_t
 	unsigned n = 0;
 
 	for (unsigned i = 0; i < REFRESH_SANDWICHES; i++) {
-		uint64_t before, after;
 		struct cpu_stamp stamp;
 
-		before = refresh_mono_ns();
-		stamp = cpu_read_stamp(refresh_sample_reading);
-		after = refresh_mono_ns();
-		if (stamp.cpu != cpu || after < before)
+		if (!refresh_sandwich(&samples[n], &stamp) || stamp.cpu != cpu)
 			continue;
 		*node = stamp.node;
-		samples[n].tsc = stamp.tsc;
-		samples[n].width_ns = after - before;
-		samples[n].ns = before + samples[n].width_ns / 2;
 		n++;
 	}
 	if (n == 0)
@@ -621,20 +631,15 @@ static bool refresh_watch_sample(struct calib_sample *best, uint32_t *cpu_out)
 	bool found = false;
 
 	for (unsigned i = 0; i < REFRESH_WATCH_SANDWICHES; i++) {
-		uint64_t before, after;
+		struct calib_sample sample;
 		struct cpu_stamp stamp;
 
-		before = refresh_mono_ns();
-		stamp = cpu_read_stamp(refresh_sample_reading);
-		after = refresh_mono_ns();
-		if (stamp.cpu >= CPU_MAX_CPUS || after < before ||
+		if (!refresh_sandwich(&sample, &stamp) || stamp.cpu >= CPU_MAX_CPUS ||
 		    !refresh_cpu_answers(&refresh_cpus[stamp.cpu]))
 			continue;
-		if (found && after - before >= best->width_ns)
+		if (found && sample.width_ns >= best->width_ns)
 			continue;
-		best->tsc = stamp.tsc;
-		best->width_ns = after - before;
-		best->ns = before + best->width_ns / 2;
+		*best = sample;
 		*cpu_out = stamp.cpu;
 		found = true;
 	}

@@ -69,25 +69,6 @@ static void sigguard_write(const char *text)
 	}
 }
 
-/* Reads CLOCK_MONOTONIC through the preload, batch after batch, until one
- * batch is answered from the TSC entirely (the tap saw none of it) or
- * max_ms pass; true when one was. The workers' version of life_wait_fast. */
-static bool sigguard_wait_fast(unsigned max_ms)
-{
-	uint64_t deadline = life_libc_mono_ns() + max_ms * LIFE_NS_PER_MS;
-
-	do {
-		uint64_t before = life_fallthrough();
-
-		for (int i = 0; i < 1000; i++)
-			life_mono_ns();
-		if (life_fallthrough() == before)
-			return true;
-		life_sleep_ms(5);
-	} while (life_libc_mono_ns() < deadline);
-	return false;
-}
-
 /* --- workers --- */
 
 /* FASTTIME_FORCE is on: the library answers from the TSC whatever libc costs. */
@@ -109,7 +90,7 @@ static atomic_uint sigguard_fast_workers;
 static void *sigguard_worker_main(void *arg)
 {
 	(void)arg;
-	if (sigguard_wait_fast(5000))
+	if (life_wait_fast(5000))
 		atomic_fetch_add(&sigguard_fast_workers, 1);
 	return NULL;
 }
@@ -665,7 +646,7 @@ static void sigguard_longjmp(void)
 	}
 	if (life_threads_named("fasttime") != 0)
 		life_fail("the refresh thread was started inside the handler");
-	if (!sigguard_wait_fast(5000))
+	if (!life_wait_fast(5000))
 		life_fail("not answered from the TSC after a handler was left by siglongjmp");
 	life_say("a handler left by siglongjmp: the thread started afterwards");
 }
