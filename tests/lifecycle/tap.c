@@ -137,14 +137,15 @@ static int64_t tap_slew_shift(uint64_t raw_ns)
 {
 	for (;;) {
 		unsigned before = __atomic_load_n(&tap_slew_sequence, __ATOMIC_ACQUIRE);
-		int64_t ppm = __atomic_load_n(&tap_slew_ppm, __ATOMIC_RELAXED);
-		int64_t carried = __atomic_load_n(&tap_slew_carried_ns, __ATOMIC_RELAXED);
-		uint64_t base = __atomic_load_n(&tap_slew_base_ns, __ATOMIC_RELAXED);
+		/* Acquire loads keep the second read of the count after them
+		 * (ThreadSanitizer supports no standalone fence). */
+		int64_t ppm = __atomic_load_n(&tap_slew_ppm, __ATOMIC_ACQUIRE);
+		int64_t carried = __atomic_load_n(&tap_slew_carried_ns, __ATOMIC_ACQUIRE);
+		uint64_t base = __atomic_load_n(&tap_slew_base_ns, __ATOMIC_ACQUIRE);
 		int64_t since = raw_ns > base ? (int64_t)(raw_ns - base) : 0;
 
-		__atomic_thread_fence(__ATOMIC_ACQUIRE);
 		if ((before & 1) == 0 &&
-		    __atomic_load_n(&tap_slew_sequence, __ATOMIC_RELAXED) == before)
+		    __atomic_load_n(&tap_slew_sequence, __ATOMIC_ACQUIRE) == before)
 			return carried + since / 1000000 * ppm + since % 1000000 * ppm / 1000000;
 	}
 }
@@ -158,9 +159,9 @@ TAP_EXPORT void life_tap_slew(int64_t ppm)
 	int64_t carried = tap_slew_shift(now);
 
 	__atomic_add_fetch(&tap_slew_sequence, 1, __ATOMIC_ACQ_REL);
-	__atomic_store_n(&tap_slew_carried_ns, carried, __ATOMIC_RELAXED);
-	__atomic_store_n(&tap_slew_base_ns, now, __ATOMIC_RELAXED);
-	__atomic_store_n(&tap_slew_ppm, ppm, __ATOMIC_RELAXED);
+	__atomic_store_n(&tap_slew_carried_ns, carried, __ATOMIC_RELEASE);
+	__atomic_store_n(&tap_slew_base_ns, now, __ATOMIC_RELEASE);
+	__atomic_store_n(&tap_slew_ppm, ppm, __ATOMIC_RELEASE);
 	__atomic_add_fetch(&tap_slew_sequence, 1, __ATOMIC_ACQ_REL);
 }
 
