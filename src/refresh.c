@@ -40,7 +40,7 @@ int refresh_state = REFRESH_OFF;
  * while the thread that set it runs in this process (refresh_check_process).
  * NULL where it could not be made: then no child made without fork() is
  * found, and such a child answers with libc once its lines go stale. */
-static volatile uint32_t *refresh_process_mark;
+static uint32_t *refresh_process_mark;
 #ifndef MADV_WIPEONFORK
 #define MADV_WIPEONFORK 18 /* Linux 4.14; older C library headers lack it */
 #endif
@@ -97,7 +97,9 @@ static uint64_t refresh_real_ns(void)
  * page the first time (one mmap, no descriptor), sets its word. */
 static void refresh_mark_process(void)
 {
-	if (refresh_process_mark == NULL) {
+	uint32_t *mark = __atomic_load_n(&refresh_process_mark, __ATOMIC_ACQUIRE);
+
+	if (mark == NULL) {
 		void *page =
 		    mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
@@ -107,9 +109,10 @@ static void refresh_mark_process(void)
 			munmap(page, 4096);
 			return;
 		}
-		refresh_process_mark = page;
+		mark = page;
 	}
-	*refresh_process_mark = 1;
+	__atomic_store_n(mark, 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&refresh_process_mark, mark, __ATOMIC_RELEASE);
 }
 
 /* Sets the state, and CLOCK_START_PENDING in api_flags while it is IDLE.
@@ -848,10 +851,10 @@ void refresh_after_fork_in_child(void)
 
 void refresh_check_process(void)
 {
-	volatile uint32_t *mark = refresh_process_mark;
+	uint32_t *mark = __atomic_load_n(&refresh_process_mark, __ATOMIC_ACQUIRE);
 
 	if (__atomic_load_n(&refresh_state, __ATOMIC_ACQUIRE) != REFRESH_RUNNING || mark == NULL ||
-	    *mark != 0)
+	    __atomic_load_n(mark, __ATOMIC_ACQUIRE) != 0)
 		return;
 	debug_log("a new process made without fork(): starting its own refresh thread");
 	refresh_after_fork_in_child();
