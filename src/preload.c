@@ -103,32 +103,35 @@ static bool preload_realtime_floor(uint64_t *floor_ns)
 	return true;
 }
 
-/* libc's CLOCK_REALTIME answer, never earlier than what the TSC gave this
- * thread last, unless it is earlier by more than a millisecond: then the
- * clock was set back, and libc's answer stands, as it would without
- * fasttime. */
+/* Whether libc's CLOCK_REALTIME answer ns must be raised to *floor_ns: it is
+ * earlier than what the TSC gave this thread last, by less than a
+ * millisecond (by more, the clock was set back, and libc's answer stands,
+ * as it would without fasttime). */
+static bool preload_realtime_below_floor(uint64_t ns, uint64_t *floor_ns)
+{
+	return preload_realtime_floor(floor_ns) && ns < *floor_ns &&
+	       *floor_ns - ns < PRELOAD_CLAMP_MAX_NS;
+}
+
+/* The clamp, for clock_gettime's and timespec_get's answer. */
 static void preload_clamp_realtime(struct timespec *ts)
 {
-	uint64_t floor, ns;
+	uint64_t floor;
 
-	if (!preload_realtime_floor(&floor))
-		return;
-	ns = (uint64_t)ts->tv_sec * CLOCK_NS_PER_SEC + (uint64_t)ts->tv_nsec;
-	if (ns < floor && floor - ns < PRELOAD_CLAMP_MAX_NS) {
+	if (preload_realtime_below_floor(
+		(uint64_t)ts->tv_sec * CLOCK_NS_PER_SEC + (uint64_t)ts->tv_nsec, &floor)) {
 		ts->tv_sec = (time_t)(floor / CLOCK_NS_PER_SEC);
 		ts->tv_nsec = (long)(floor % CLOCK_NS_PER_SEC);
 	}
 }
 
-/* The same for gettimeofday's microseconds. */
+/* The clamp, for gettimeofday's microseconds. */
 static void preload_clamp_timeval(struct timeval *tv)
 {
-	uint64_t floor, ns;
+	uint64_t floor;
 
-	if (!preload_realtime_floor(&floor))
-		return;
-	ns = (uint64_t)tv->tv_sec * CLOCK_NS_PER_SEC + (uint64_t)tv->tv_usec * 1000u;
-	if (ns < floor && floor - ns < PRELOAD_CLAMP_MAX_NS) {
+	if (preload_realtime_below_floor(
+		(uint64_t)tv->tv_sec * CLOCK_NS_PER_SEC + (uint64_t)tv->tv_usec * 1000u, &floor)) {
 		tv->tv_sec = (time_t)(floor / CLOCK_NS_PER_SEC);
 		tv->tv_usec = (suseconds_t)(floor % CLOCK_NS_PER_SEC / 1000u);
 	}

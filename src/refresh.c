@@ -61,6 +61,7 @@ static bool refresh_realtime_known;
 static bool refresh_discontinuity;
 /* When the last round asked for the next (calib_next_interval_ns), ns. */
 static uint64_t refresh_round_interval_ns;
+static bool refresh_watch_line(void);
 /* CPUs with a line after the last round. */
 static unsigned refresh_lines_published;
 /* Every CLOCK_API_* bit readers have been given since the thread started. */
@@ -530,7 +531,7 @@ bool refresh_choose_now(void)
 		return false;
 	/* The caller may come long after the last round: the lines' validity
 	 * is renewed as the watch would, or a round runs. */
-	if (refresh_watch_look())
+	if (refresh_watch_line())
 		refresh_round(refresh_configured_interval_ns);
 	refresh_apis_chosen = false;
 	refresh_choose_apis(refresh_choice.round, with_line);
@@ -649,7 +650,9 @@ static bool refresh_watch_sample(struct calib_sample *best, uint32_t *cpu_out)
 	return found;
 }
 
-bool refresh_watch_look(void)
+/* The look at the line of the CPU the caller is on, the realtime offset
+ * left alone; true when a round is due now (refresh_watch_look). */
+static bool refresh_watch_line(void)
 {
 	struct calib_sample sample;
 	uint64_t valid_from, valid_ticks;
@@ -658,8 +661,6 @@ bool refresh_watch_look(void)
 	struct refresh_cpu *c;
 	int64_t error;
 
-	if (refresh_realtime_known)
-		refresh_realtime_offset();
 	if (!refresh_watch_sample(&sample, &cpu))
 		return refresh_lines_published > 0;
 	line = refresh_cpus[cpu].calib.line;
@@ -689,9 +690,18 @@ bool refresh_watch_look(void)
 	return false;
 }
 
+bool refresh_watch_look(void)
+{
+	if (refresh_realtime_known)
+		refresh_realtime_offset();
+	return refresh_watch_line();
+}
+
+/* Between the measurement's rounds only the validity needs renewing: the
+ * realtime offset waits for the watch's next look. */
 void refresh_renew_validity(void)
 {
-	refresh_watch_look();
+	refresh_watch_line();
 }
 
 /* Sleeps on CLOCK_MONOTONIC until the deadline, looking every watch period;

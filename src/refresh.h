@@ -136,8 +136,8 @@ uint32_t refresh_flags_for(uint32_t apis);
  * is due now: the line did not agree, or no CPU the caller could sample on
  * has a line while some CPU has one. */
 bool refresh_watch_look(void);
-/* A look of the watch whose verdict is not needed: renews the validity
- * where the line agrees; for api_choice_measure. */
+/* The look at the line alone, its verdict not needed: renews the validity
+ * unless the line parted; for api_choice_measure, between its rounds. */
 void refresh_renew_validity(void);
 /* The interval after round number round (0-based). */
 uint64_t refresh_interval_after(unsigned round, uint64_t configured_ns);

@@ -14,6 +14,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -139,6 +140,23 @@ bool life_relaxed(void)
 	const char *mode = getenv("FASTTIME_MODE");
 
 	return mode != NULL && strcmp(mode, "relaxed") == 0;
+}
+
+bool life_churn_malloc(_Atomic uint64_t *count, uint64_t target, unsigned seed, unsigned max_rounds)
+{
+	void *blocks[16] = { NULL };
+	bool ok = true;
+
+	for (unsigned i = 0; ok && atomic_load(count) < target && i < max_rounds; i++) {
+		unsigned slot = (i ^ seed) % 16;
+
+		free(blocks[slot]);
+		blocks[slot] = malloc(2048 + (rand_r(&seed) % 60000u));
+		ok = blocks[slot] != NULL;
+	}
+	for (unsigned slot = 0; slot < 16; slot++)
+		free(blocks[slot]);
+	return ok;
 }
 
 uint64_t life_interval_ns(void)

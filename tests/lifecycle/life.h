@@ -99,6 +99,13 @@ void life_sample_for(unsigned ms, struct life_track *mono, struct life_track *re
 /* Prints a track and fails on a step back or an error beyond the bound. */
 void life_judge(const char *what, const struct life_track *track);
 
+/* Frees and allocates blocks of 2 to 62 KiB in turn (too large for the
+ * per-thread cache: each takes malloc's arena lock), for a signal handler
+ * to interrupt, until *count reaches target or max_rounds pass; false when
+ * malloc failed. */
+bool life_churn_malloc(_Atomic uint64_t *count, uint64_t target, unsigned seed,
+		       unsigned max_rounds);
+
 /* Aborts the process if it is still running after seconds: a deadlock must
  * fail the test, not hang it. The thread blocks every signal. */
 void life_watchdog(unsigned seconds);

@@ -44,6 +44,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "debug.h"
 #include "life.h"
 
 /* Not declared by every glibc's headers. */
@@ -54,19 +55,17 @@ void (*sigset(int sig, void (*handler)(int)))(int);
  * healthy one needs, even under a sanitizer on a busy machine. */
 #define SIGGUARD_CHILD_LIMIT_S 30u
 
-/* Writes a line with write(2) alone: safe in a handler and under seccomp. */
-static void sigguard_write(const char *text)
+/* A child process for one run, stdout flushed first; fails the test when
+ * none can be made. */
+static pid_t sigguard_fork(void)
 {
-	size_t n = strlen(text);
+	pid_t pid;
 
-	while (n > 0) {
-		ssize_t done = write(STDOUT_FILENO, text, n);
-
-		if (done <= 0)
-			return;
-		text += done;
-		n -= (size_t)done;
-	}
+	fflush(stdout);
+	pid = fork();
+	if (pid < 0)
+		life_fail("fork: %s", strerror(errno));
+	return pid;
 }
 
 /* --- workers --- */
@@ -130,7 +129,7 @@ static void sigguard_workers(void)
 
 /* --- first call in an SA_NODEFER or SA_RESETHAND handler --- */
 
-static atomic_uint sigguard_handled;
+static _Atomic uint64_t sigguard_handled;
 static atomic_bool sigguard_stop;
 
 /* The first time calls of the process, whatever the main flow holds. */
@@ -162,7 +161,7 @@ static void *sigguard_pinger_main(void *arg)
 	unsigned seed = (unsigned)getpid();
 
 	for (unsigned sent = 0; !atomic_load(&sigguard_stop); sent++) {
-		unsigned handled = atomic_load(&sigguard_handled);
+		uint64_t handled = atomic_load(&sigguard_handled);
 
 		if (pinger->signals != 0 && sent == pinger->signals)
 			break;
@@ -181,8 +180,8 @@ static int sigguard_first_child(int flags, unsigned seed)
 {
 	struct sigguard_pinger pinger = { pthread_self(), (flags & SA_RESETHAND) ? 1u : 0u };
 	unsigned wanted = (flags & SA_RESETHAND) ? 1u : 5u;
-	void *blocks[16] = { NULL };
 	struct sigaction action;
+	bool churned;
 	sigset_t all, saved;
 	pthread_t thread;
 
@@ -201,16 +200,11 @@ static int sigguard_first_child(int flags, unsigned seed)
 	if (pthread_create(&thread, NULL, sigguard_pinger_main, &pinger) != 0)
 		return 2;
 	pthread_sigmask(SIG_SETMASK, &saved, NULL);
-	for (unsigned i = 0; atomic_load(&sigguard_handled) < wanted && i < 100000000u; i++) {
-		unsigned slot = (i ^ seed) % 16;
-
-		free(blocks[slot]);
-		blocks[slot] = malloc(2048 + (rand_r(&seed) % 60000u));
-		if (blocks[slot] == NULL)
-			return 2;
-	}
+	churned = life_churn_malloc(&sigguard_handled, wanted, seed, 100000000u);
 	atomic_store(&sigguard_stop, true);
 	pthread_join(thread, NULL);
+	if (!churned)
+		return 2;
 	if (atomic_load(&sigguard_handled) < wanted)
 		return 3;
 	/* Only handlers have read the clock: none may have started the thread. */
@@ -244,10 +238,7 @@ static void sigguard_first_calls(const char *name, int flags, unsigned children)
 		pid_t pid;
 		int status;
 
-		fflush(stdout);
-		pid = fork();
-		if (pid < 0)
-			life_fail("fork: %s", strerror(errno));
+		pid = sigguard_fork();
 		if (pid == 0)
 			_exit(sigguard_first_child(flags, c * 7919u + 1));
 		status = life_wait_child(pid, SIGGUARD_CHILD_LIMIT_S + 5);
@@ -333,7 +324,7 @@ static void sigguard_nosyscall_handler(int sig)
 	 * the kernel again. */
 	if (!sigguard_call_all(5000))
 		sigguard_exit(SIGGUARD_CALL_FAILED);
-	sigguard_write("sigguard: nosyscall: 25000 calls in a handler under seccomp\n");
+	debug_write_line("sigguard: nosyscall: 25000 calls in a handler under seccomp\n");
 	sigguard_exit(0);
 }
 
@@ -388,8 +379,8 @@ static int sigguard_nosyscall_child(bool foreign)
 		 * asks the kernel again, whichever of them check the start. */
 		if (!sigguard_call_all(180))
 			sigguard_exit(SIGGUARD_CALL_FAILED);
-		sigguard_write("sigguard: nosyscall: 900 calls with a foreign handler's signal "
-			       "blocked, under seccomp\n");
+		debug_write_line("sigguard: nosyscall: 900 calls with a foreign handler's signal "
+				 "blocked, under seccomp\n");
 		sigguard_exit(0);
 	} else {
 		struct sigaction action;
@@ -418,10 +409,7 @@ static void sigguard_nosyscall(void)
 		pid_t pid;
 		int status;
 
-		fflush(stdout);
-		pid = fork();
-		if (pid < 0)
-			life_fail("fork: %s", strerror(errno));
+		pid = sigguard_fork();
 		if (pid == 0)
 			_exit(sigguard_nosyscall_child(foreign));
 		status = life_wait_child(pid, SIGGUARD_CHILD_LIMIT_S + 5);

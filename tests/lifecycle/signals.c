@@ -196,21 +196,16 @@ static int signals_first_call_child(unsigned seed)
 {
 	struct signals_pinger pinger = { pthread_self(), 20000 };
 	pthread_t thread;
-	void *blocks[16] = { NULL };
+	bool churned;
 
 	signals_install(SIGUSR1, signals_first_handler);
 	atomic_store(&signals_stop, false);
 	thread = signals_start_pinger(&pinger);
-	for (unsigned i = 0; atomic_load(&signals_first_reads) < 2000 && i < 50000000u; i++) {
-		unsigned slot = (i ^ seed) % 16;
-
-		free(blocks[slot]);
-		blocks[slot] = malloc(2048 + (rand_r(&seed) % 60000u));
-		if (blocks[slot] == NULL)
-			return 2;
-	}
+	churned = life_churn_malloc(&signals_first_reads, 2000, seed, 50000000u);
 	atomic_store(&signals_stop, true);
 	pthread_join(thread, NULL);
+	if (!churned)
+		return 2;
 	if (atomic_load(&signals_first_reads) < 2000)
 		return 3;
 	/* The thread the handler asked for must be there, or come soon. */
