@@ -690,7 +690,12 @@ static bool refresh_watch_line(void)
 	return false;
 }
 
-bool refresh_watch_look(void)
+/* One look of the watch, between rounds (watch.h): publishes a moved
+ * realtime offset, and renews the lines' validity when the line of the CPU
+ * the caller is on still agrees with the kernel's clock. True when a round
+ * is due now: the line did not agree, or no CPU the caller could sample on
+ * has a line while some CPU has one. */
+static bool refresh_watch_look(void)
 {
 	if (refresh_realtime_known)
 		refresh_realtime_offset();

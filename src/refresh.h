@@ -130,12 +130,6 @@ void refresh_cpu_failed(uint32_t cpu, struct refresh_cpu *state, uint64_t now);
  * the TSC: once an entry point has answered from the TSC and stops,
  * CLOCK_LIBC_CLAMPED, for the rest of the process's life. */
 uint32_t refresh_flags_for(uint32_t apis);
-/* One look of the watch, between rounds (watch.h): publishes a moved
- * realtime offset, and renews the lines' validity when the line of the CPU
- * the caller is on still agrees with the kernel's clock. True when a round
- * is due now: the line did not agree, or no CPU the caller could sample on
- * has a line while some CPU has one. */
-bool refresh_watch_look(void);
 /* The look at the line alone, its verdict not needed: renews the validity
  * unless the line parted; for api_choice_measure, between its rounds. */
 void refresh_renew_validity(void);

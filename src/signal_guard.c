@@ -321,7 +321,8 @@ signal_guard_handler signal_guard_sigset(int sig, signal_guard_handler dispositi
 	return sigismember(&before, sig) == 1 ? SIG_HOLD : old.sa_handler;
 }
 
-bool signal_guard_foreign_maybe(void)
+/* The look for foreign handlers alone: system calls, for every call. */
+static bool signal_guard_foreign_maybe(void)
 {
 	signal_guard_sigaction_fn next = signal_guard_real_sigaction();
 	sigset_t blocked;

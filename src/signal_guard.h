@@ -42,9 +42,6 @@ extern __thread struct signal_guard_thread signal_guard_thread
  * trampoline's; until then the thread only waits. errno is kept. */
 bool signal_guard_may_start(void);
 
-/* The look for foreign handlers alone: system calls, for every call. */
-bool signal_guard_foreign_maybe(void);
-
 /* sigaction as the program sees it: a handler is installed behind the
  * trampoline with the caller's flags and mask exactly; the old action
  * reports the program's handler, never the trampoline. */
