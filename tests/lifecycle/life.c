@@ -431,17 +431,110 @@ void life_judge(const char *what, const struct life_track *track)
 }
 
 /* Sleeps, then ends the process loudly: only a hang lets it wake. */
+/* How a hang is told from a loaded machine: past its time, a process still
+ * counts as running while its own threads (not the library's refresh
+ * thread, not the watchdog) used CPU time in the last window: a deadlock
+ * uses none, a starved test a little. Never past LIFE_STARVED_FACTOR times
+ * its time, so that a test that spins for ever still ends. */
+#define LIFE_PROGRESS_WINDOW_S 5u
+#define LIFE_STARVED_FACTOR    4u
+
+/* utime + stime of one thread, in clock ticks, from its stat line (the
+ * fields after the name, which may itself hold spaces and parentheses). */
+static uint64_t life_thread_ticks(const char *stat_path)
+{
+	char line[1024];
+	unsigned long long utime = 0, stime = 0;
+	const char *fields;
+	ssize_t n;
+	int fd = open(stat_path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return 0; /* the thread has just exited */
+	n = read(fd, line, sizeof line - 1);
+	close(fd);
+	line[n > 0 ? n : 0] = '\0';
+	fields = strrchr(line, ')');
+	if (fields == NULL ||
+	    sscanf(fields + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &utime,
+		   &stime) != 2)
+		return 0;
+	return utime + stime;
+}
+
+/* CPU time used by pid's threads other than fasttime's and the watchdog. */
+static uint64_t life_own_ticks(pid_t pid)
+{
+	char path[64];
+	uint64_t ticks = 0;
+	struct dirent *entry;
+	DIR *dir;
+
+	snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
+	dir = opendir(path);
+	if (dir == NULL)
+		return 0;
+	while ((entry = readdir(dir)) != NULL) {
+		char file[320], comm[64] = "";
+		ssize_t n;
+		int fd;
+
+		if (entry->d_name[0] == '.')
+			continue;
+		snprintf(file, sizeof file, "/proc/%d/task/%s/comm", (int)pid, entry->d_name);
+		fd = open(file, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		n = read(fd, comm, sizeof comm - 1);
+		close(fd);
+		comm[n > 0 ? n : 0] = '\0';
+		comm[strcspn(comm, "\n")] = '\0';
+		if (strcmp(comm, "fasttime") == 0 || strcmp(comm, "watchdog") == 0)
+			continue;
+		snprintf(file, sizeof file, "/proc/%d/task/%s/stat", (int)pid, entry->d_name);
+		ticks += life_thread_ticks(file);
+	}
+	closedir(dir);
+	return ticks;
+}
+
+/* Waits one window; true when pid's own threads used CPU time in it. */
+static bool life_progressed(pid_t pid)
+{
+	uint64_t before = life_own_ticks(pid);
+
+	life_sleep_ms(LIFE_PROGRESS_WINDOW_S * 1000u);
+	return life_own_ticks(pid) != before;
+}
+
+/* Past its time: waits one window, counted in *waited. NULL while pid
+ * still counts as running (its own threads used CPU in the window, and it
+ * has had less than LIFE_STARVED_FACTOR times its time), or else why it
+ * does not, for the failure message. */
+static const char *life_busy_window(pid_t pid, unsigned seconds, unsigned *waited)
+{
+	bool busy;
+
+	if (*waited >= LIFE_STARVED_FACTOR * seconds)
+		return "its threads still busy";
+	busy = life_progressed(pid);
+	*waited += LIFE_PROGRESS_WINDOW_S;
+	return busy ? NULL : "its threads used no CPU in the last 5 s";
+}
+
 static void *life_watchdog_main(void *arg)
 {
-	unsigned seconds = (unsigned)(uintptr_t)arg;
-	char line[160];
+	unsigned seconds = (unsigned)(uintptr_t)arg, waited = seconds;
+	const char *why;
+	char line[200];
 	int n;
 
 	life_sleep_ms(seconds * 1000u);
+	while ((why = life_busy_window(getpid(), seconds, &waited)) == NULL)
+		;
 	n = snprintf(line, sizeof line,
-		     "%s: FAIL: watchdog: still running after %u s "
-		     "(deadlock?)\n",
-		     life_name, seconds);
+		     "%s: FAIL: watchdog: still running after %u s, %s (deadlock?)\n", life_name,
+		     waited, why);
 	if (write(STDOUT_FILENO, line, (size_t)n) < 0)
 		abort();
 	abort();
@@ -513,6 +606,8 @@ static void life_show_stuck(pid_t pid)
 int life_wait_child(pid_t pid, unsigned seconds)
 {
 	uint64_t deadline = life_libc_mono_ns() + seconds * LIFE_NS_PER_SEC;
+	unsigned waited = seconds;
+	const char *why = NULL;
 	int status;
 
 	for (;;) {
@@ -522,11 +617,16 @@ int life_wait_child(pid_t pid, unsigned seconds)
 			return status;
 		if (done < 0 && errno != EINTR)
 			life_fail("waitpid: %s", strerror(errno));
-		if (life_libc_mono_ns() > deadline)
+		if (why != NULL)
 			break;
+		if (life_libc_mono_ns() > deadline) {
+			/* Looks again after each window: it may have ended in it. */
+			why = life_busy_window(pid, seconds, &waited);
+			continue;
+		}
 		life_sleep_ms(10);
 	}
-	printf("%s: child %d still running after %u s:\n", life_name, (int)pid, seconds);
+	printf("%s: child %d still running after %u s, %s:\n", life_name, (int)pid, waited, why);
 	life_show_stuck(pid);
 	kill(pid, SIGKILL);
 	waitpid(pid, &status, 0);
