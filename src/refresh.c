@@ -61,7 +61,7 @@ static bool refresh_realtime_known;
 static bool refresh_discontinuity;
 /* When the last round asked for the next (calib_next_interval_ns), ns. */
 static uint64_t refresh_round_interval_ns;
-static bool refresh_watch_line(void);
+static bool refresh_watch_look(void);
 /* CPUs with a line after the last round. */
 static unsigned refresh_lines_published;
 /* Every CLOCK_API_* bit readers have been given since the thread started. */
@@ -317,6 +317,22 @@ static bool refresh_realtime_offset(void)
 	return true;
 }
 
+/* Trusts the lines for the watch's window from tsc on, after publishing a
+ * moved realtime offset. In this order, at every renewal: while the lines
+ * were stale their readers answered with libc, and a step of the clock
+ * they saw there must not be taken back by lines that come back with the
+ * old offset (a round or the per-API measurement lasts long enough on a
+ * loaded machine for the lines to go stale within it). */
+static void refresh_trust_lines(uint64_t tsc, uint64_t mult)
+{
+	uint64_t valid_from, valid_ticks;
+
+	if (refresh_realtime_known)
+		refresh_realtime_offset();
+	watch_validity(tsc, mult, WATCH_VALID_NS, &valid_from, &valid_ticks);
+	table_set_validity(valid_from, valid_ticks);
+}
+
 /* Whether a CPU's last round counts toward the clocksource's probation. */
 static bool refresh_cpu_steady(const struct refresh_cpu *c)
 {
@@ -412,12 +428,8 @@ unsigned refresh_round(uint64_t scheduled_ns)
 	/* Readers trust the lines until the watch's next look renews them
 	 * (watch.h); after that (a stopped or starved thread, a suspend) they
 	 * answer with libc. */
-	if (with_line > 0) {
-		uint64_t valid_from, valid_ticks;
-
-		watch_validity(round_start_tsc, mult, WATCH_VALID_NS, &valid_from, &valid_ticks);
-		table_set_validity(valid_from, valid_ticks);
-	}
+	if (with_line > 0)
+		refresh_trust_lines(round_start_tsc, mult);
 	refresh_verdict.steady_rounds =
 	    with_line > 0 && steady ? refresh_verdict.steady_rounds + 1 : 0;
 	refresh_choice.cpus_usable = usable;
@@ -531,7 +543,7 @@ bool refresh_choose_now(void)
 		return false;
 	/* The caller may come long after the last round: the lines' validity
 	 * is renewed as the watch would, or a round runs. */
-	if (refresh_watch_line())
+	if (refresh_watch_look())
 		refresh_round(refresh_configured_interval_ns);
 	refresh_apis_chosen = false;
 	refresh_choose_apis(refresh_choice.round, with_line);
@@ -650,19 +662,24 @@ static bool refresh_watch_sample(struct calib_sample *best, uint32_t *cpu_out)
 	return found;
 }
 
-/* The look at the line of the CPU the caller is on, the realtime offset
- * left alone; true when a round is due now (refresh_watch_look). */
-static bool refresh_watch_line(void)
+/* One look of the watch, between rounds (watch.h): publishes a moved
+ * realtime offset, and renews the lines' validity when the line of the CPU
+ * the caller is on still agrees with the kernel's clock. True when a round
+ * is due now: the line did not agree, or no CPU the caller could sample on
+ * has a line while some CPU has one. */
+static bool refresh_watch_look(void)
 {
 	struct calib_sample sample;
-	uint64_t valid_from, valid_ticks;
 	uint32_t cpu = 0;
 	struct calib_line line;
 	struct refresh_cpu *c;
 	int64_t error;
 
-	if (!refresh_watch_sample(&sample, &cpu))
+	if (!refresh_watch_sample(&sample, &cpu)) {
+		if (refresh_realtime_known)
+			refresh_realtime_offset();
 		return refresh_lines_published > 0;
+	}
 	line = refresh_cpus[cpu].calib.line;
 	c = &refresh_cpus[cpu];
 	error = watch_line_error(line, &sample);
@@ -679,8 +696,7 @@ static bool refresh_watch_line(void)
 	/* A line that is off but moved no faster than rates explain (a slew
 	 * being followed) stays in use: readers falling back to libc now
 	 * would be held by their clamp wherever the line ran ahead. */
-	watch_validity(sample.tsc, line.mult, WATCH_VALID_NS, &valid_from, &valid_ticks);
-	table_set_validity(valid_from, valid_ticks);
+	refresh_trust_lines(sample.tsc, line.mult);
 	if (!watch_line_holds(line, &sample, WATCH_LINE_TOLERANCE_NS)) {
 		debug_log("watch: cpu %u's line is %+lld ns from the kernel's clock (sandwich %llu "
 			  "ns): refreshing now",
@@ -690,23 +706,9 @@ static bool refresh_watch_line(void)
 	return false;
 }
 
-/* One look of the watch, between rounds (watch.h): publishes a moved
- * realtime offset, and renews the lines' validity when the line of the CPU
- * the caller is on still agrees with the kernel's clock. True when a round
- * is due now: the line did not agree, or no CPU the caller could sample on
- * has a line while some CPU has one. */
-static bool refresh_watch_look(void)
-{
-	if (refresh_realtime_known)
-		refresh_realtime_offset();
-	return refresh_watch_line();
-}
-
-/* Between the measurement's rounds only the validity needs renewing: the
- * realtime offset waits for the watch's next look. */
 void refresh_renew_validity(void)
 {
-	refresh_watch_line();
+	refresh_watch_look();
 }
 
 /* Sleeps on CLOCK_MONOTONIC until the deadline, looking every watch period;
