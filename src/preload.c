@@ -17,6 +17,7 @@
 #include "libc.h"
 #include "refresh.h"
 #include "settings.h"
+#include "watch.h"
 
 #define PRELOAD_EXPORT __attribute__((visibility("default")))
 
@@ -181,6 +182,43 @@ static void preload_slow_path_start(void)
 		    (uint64_t)ts.tv_sec * CLOCK_NS_PER_SEC + (uint64_t)ts.tv_nsec;
 }
 
+static uint64_t preload_libc_ns(clockid_t id)
+{
+	struct timespec ts;
+
+	if (libc_clock_gettime(id, &ts) != 0)
+		return 0;
+	return (uint64_t)ts.tv_sec * CLOCK_NS_PER_SEC + (uint64_t)ts.tv_nsec;
+}
+
+/* A realtime call that libc answers because the lines went stale: if the
+ * clock was set since the refresh thread last looked, the new offset is
+ * published here, before libc shows this thread the step. Otherwise the
+ * refresh thread, preempted between its look and its renewal of the
+ * lines, could bring them back with the old offset, and take back a step
+ * its readers have already seen. Only while the lines are stale: three
+ * more libc calls, and a shared write only for a step. */
+static void preload_follow_realtime_step(void)
+{
+	uint64_t published = clock_realtime_offset(), offset;
+	uint64_t valid_from = __atomic_load_n(&table_shared.valid_from_tsc, __ATOMIC_ACQUIRE);
+	uint64_t valid_ticks = __atomic_load_n(&table_shared.valid_ticks, __ATOMIC_ACQUIRE);
+	struct calib_offset_sample sample;
+	int64_t moved;
+
+	if (published == 0 || cpu_rdtsc() - valid_from <= valid_ticks)
+		return;
+	sample.mono_before = preload_libc_ns(CLOCK_MONOTONIC);
+	sample.real = preload_libc_ns(CLOCK_REALTIME);
+	sample.mono_after = preload_libc_ns(CLOCK_MONOTONIC);
+	if (sample.mono_before == 0 || sample.real == 0 || sample.mono_after == 0)
+		return;
+	if (watch_realtime_judge(&sample, 1, published, WATCH_STEP_THRESHOLD_NS, &offset, &moved) ==
+	    WATCH_REALTIME_SET)
+		__atomic_compare_exchange_n(&table_shared.realtime_offset_ns, &published, offset,
+					    false, __ATOMIC_RELEASE, __ATOMIC_RELAXED);
+}
+
 /* What a slow path does when the TSC could not answer, before it asks
  * libc: a process made without fork() has no refresh thread, and its lines
  * have gone stale; it is found here, and gets its thread. */
@@ -220,6 +258,7 @@ static __attribute__((noinline)) int preload_slow_clock_gettime(clockid_t id, st
 	if (clock_careful_realtime(flags, ts))
 		return 0;
 	preload_tsc_did_not_answer();
+	preload_follow_realtime_step();
 	rc = libc_clock_gettime(CLOCK_REALTIME, ts);
 	if (rc == 0)
 		preload_clamp_realtime(ts);
@@ -282,6 +321,7 @@ static __attribute__((noinline)) int preload_slow_gettimeofday(struct timeval *t
 	if (clock_careful_timeval(flags, tv))
 		return 0;
 	preload_tsc_did_not_answer();
+	preload_follow_realtime_step();
 	rc = libc_gettimeofday(tv, NULL);
 	if (rc == 0)
 		preload_clamp_timeval(tv);
@@ -330,6 +370,7 @@ static __attribute__((noinline)) time_t preload_slow_time(time_t *t)
 		return now;
 	}
 	preload_tsc_did_not_answer();
+	preload_follow_realtime_step();
 	return preload_libc_time_clamped(t);
 }
 
@@ -361,6 +402,7 @@ static __attribute__((noinline)) int preload_slow_timespec_get(struct timespec *
 	if (clock_careful_realtime(flags, ts))
 		return TIME_UTC;
 	preload_tsc_did_not_answer();
+	preload_follow_realtime_step();
 	rc = libc_timespec_get(ts, TIME_UTC);
 	if (rc == TIME_UTC)
 		preload_clamp_realtime(ts);
