@@ -298,6 +298,10 @@ static void refresh_offset_samples(struct calib_offset_sample *samples, unsigned
 static bool refresh_realtime_offset(void)
 {
 	struct calib_offset_sample samples[REFRESH_SANDWICHES];
+	/* Loaded before the samples: a reader that publishes a step while
+	 * they are taken (preload_follow_realtime_step) is newer than they
+	 * are, and the swap below then leaves its offset in place. */
+	uint64_t published = clock_realtime_offset();
 	uint64_t offset, width;
 	int64_t moved;
 
@@ -309,10 +313,12 @@ static bool refresh_realtime_offset(void)
 		refresh_realtime_known = true;
 		return false;
 	}
-	if (watch_realtime_judge(samples, REFRESH_SANDWICHES, clock_realtime_offset(),
-				 WATCH_STEP_THRESHOLD_NS, &offset, &moved) != WATCH_REALTIME_SET)
+	if (watch_realtime_judge(samples, REFRESH_SANDWICHES, published, WATCH_STEP_THRESHOLD_NS,
+				 &offset, &moved) != WATCH_REALTIME_SET)
 		return false;
-	__atomic_store_n(&table_shared.realtime_offset_ns, offset, __ATOMIC_RELEASE);
+	if (!__atomic_compare_exchange_n(&table_shared.realtime_offset_ns, &published, offset,
+					 false, __ATOMIC_RELEASE, __ATOMIC_RELAXED))
+		return false;
 	debug_log("realtime clock was set: moved %+lld ns", (long long)moved);
 	return true;
 }
@@ -821,7 +827,9 @@ void refresh_start(void)
 	/* Never from a signal handler: pthread_create allocates, and the
 	 * interrupted code may hold malloc's lock. A later call outside it
 	 * starts the thread; until then this thread's calls pass to libc
-	 * with no system call and no shared write (signal_guard.h). */
+	 * with no system call and no shared write (signal_guard.h): a
+	 * process without a running thread publishes no realtime step
+	 * (preload_follow_realtime_step). */
 	if (!signal_guard_may_start())
 		return;
 	if (!__atomic_compare_exchange_n(&refresh_state, &expected, REFRESH_STARTING, false,

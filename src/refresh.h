@@ -130,9 +130,10 @@ void refresh_cpu_failed(uint32_t cpu, struct refresh_cpu *state, uint64_t now);
  * the TSC: once an entry point has answered from the TSC and stops,
  * CLOCK_LIBC_CLAMPED, for the rest of the process's life. */
 uint32_t refresh_flags_for(uint32_t apis);
-/* One look of the watch, its verdict not needed: publishes a moved realtime
- * offset, then renews the validity unless the line parted; for
- * api_choice_measure, between its runs. */
+/* One look of the watch, its verdict not needed: unless the line parted
+ * (then nothing is renewed: a round is due), publishes a moved realtime
+ * offset, then renews the validity; for api_choice_measure, between its
+ * runs. */
 void refresh_renew_validity(void);
 /* The interval after round number round (0-based). */
 uint64_t refresh_interval_after(unsigned round, uint64_t configured_ns);
