@@ -191,13 +191,21 @@ static uint64_t preload_libc_ns(clockid_t id)
 	return (uint64_t)ts.tv_sec * CLOCK_NS_PER_SEC + (uint64_t)ts.tv_nsec;
 }
 
-/* A realtime call that libc answers because the lines went stale: if the
- * clock was set since the refresh thread last looked, the new offset is
- * published here, before libc shows this thread the step. Otherwise the
- * refresh thread, preempted between its look and its renewal of the
- * lines, could bring them back with the old offset, and take back a step
- * its readers have already seen. Only while the lines are stale: three
- * more libc calls, and a shared write only for a step. */
+/* A sandwich of libc's clocks wider than this is not used to publish a
+ * step: its offset could be off by half of it, and the refresh thread's
+ * next look would correct that by a step of the fast path's realtime. */
+#define PRELOAD_STEP_SANDWICH_MAX_NS 20000u
+#define PRELOAD_STEP_SANDWICHES	     3u
+
+/* A realtime call that libc has just answered because the lines went
+ * stale: if the clock was set since the refresh thread last looked, the new
+ * offset is published here, before the caller sees libc's answer. The
+ * refresh thread, preempted between its look and its renewal of the lines,
+ * could otherwise bring them back with the old offset, and take back a step
+ * the caller has seen. After libc's answer, so that any step the answer
+ * shows is in the sandwiches. Only while the refresh thread runs and the
+ * lines are stale: up to nine more libc calls, and a shared write only for
+ * a step. */
 static void preload_follow_realtime_step(void)
 {
 	uint64_t published = clock_realtime_offset(), offset;
@@ -206,17 +214,25 @@ static void preload_follow_realtime_step(void)
 	struct calib_offset_sample sample;
 	int64_t moved;
 
-	if (published == 0 || cpu_rdtsc() - valid_from <= valid_ticks)
+	if (published == 0 ||
+	    __atomic_load_n(&refresh_state, __ATOMIC_RELAXED) != REFRESH_RUNNING ||
+	    cpu_rdtsc() - valid_from <= valid_ticks)
 		return;
-	sample.mono_before = preload_libc_ns(CLOCK_MONOTONIC);
-	sample.real = preload_libc_ns(CLOCK_REALTIME);
-	sample.mono_after = preload_libc_ns(CLOCK_MONOTONIC);
-	if (sample.mono_before == 0 || sample.real == 0 || sample.mono_after == 0)
+	for (unsigned i = 0; i < PRELOAD_STEP_SANDWICHES; i++) {
+		sample.mono_before = preload_libc_ns(CLOCK_MONOTONIC);
+		sample.real = preload_libc_ns(CLOCK_REALTIME);
+		sample.mono_after = preload_libc_ns(CLOCK_MONOTONIC);
+		if (sample.mono_before == 0 || sample.real == 0 ||
+		    sample.mono_after < sample.mono_before ||
+		    sample.mono_after - sample.mono_before > PRELOAD_STEP_SANDWICH_MAX_NS)
+			continue;
+		if (watch_realtime_judge(&sample, 1, published, WATCH_STEP_THRESHOLD_NS, &offset,
+					 &moved) == WATCH_REALTIME_SET)
+			__atomic_compare_exchange_n(&table_shared.realtime_offset_ns, &published,
+						    offset, false, __ATOMIC_RELEASE,
+						    __ATOMIC_RELAXED);
 		return;
-	if (watch_realtime_judge(&sample, 1, published, WATCH_STEP_THRESHOLD_NS, &offset, &moved) ==
-	    WATCH_REALTIME_SET)
-		__atomic_compare_exchange_n(&table_shared.realtime_offset_ns, &published, offset,
-					    false, __ATOMIC_RELEASE, __ATOMIC_RELAXED);
+	}
 }
 
 /* What a slow path does when the TSC could not answer, before it asks
@@ -258,8 +274,8 @@ static __attribute__((noinline)) int preload_slow_clock_gettime(clockid_t id, st
 	if (clock_careful_realtime(flags, ts))
 		return 0;
 	preload_tsc_did_not_answer();
-	preload_follow_realtime_step();
 	rc = libc_clock_gettime(CLOCK_REALTIME, ts);
+	preload_follow_realtime_step();
 	if (rc == 0)
 		preload_clamp_realtime(ts);
 	return rc;
@@ -321,8 +337,8 @@ static __attribute__((noinline)) int preload_slow_gettimeofday(struct timeval *t
 	if (clock_careful_timeval(flags, tv))
 		return 0;
 	preload_tsc_did_not_answer();
-	preload_follow_realtime_step();
 	rc = libc_gettimeofday(tv, NULL);
+	preload_follow_realtime_step();
 	if (rc == 0)
 		preload_clamp_timeval(tv);
 	return rc;
@@ -370,8 +386,12 @@ static __attribute__((noinline)) time_t preload_slow_time(time_t *t)
 		return now;
 	}
 	preload_tsc_did_not_answer();
+	now = libc_time_now(NULL);
 	preload_follow_realtime_step();
-	return preload_libc_time_clamped(t);
+	now = preload_clamp_seconds(now);
+	if (t != NULL)
+		*t = now;
+	return now;
 }
 
 PRELOAD_EXPORT time_t time(time_t *t)
@@ -402,8 +422,8 @@ static __attribute__((noinline)) int preload_slow_timespec_get(struct timespec *
 	if (clock_careful_realtime(flags, ts))
 		return TIME_UTC;
 	preload_tsc_did_not_answer();
-	preload_follow_realtime_step();
 	rc = libc_timespec_get(ts, TIME_UTC);
+	preload_follow_realtime_step();
 	if (rc == TIME_UTC)
 		preload_clamp_realtime(ts);
 	return rc;
