@@ -430,14 +430,28 @@ void life_judge(const char *what, const struct life_track *track)
 			  (unsigned long long)track->max_error_ns, LIFE_MAX_ERROR_NS);
 }
 
-/* Sleeps, then ends the process loudly: only a hang lets it wake. */
 /* How a hang is told from a loaded machine: past its time, a process still
  * counts as running while its own threads (not the library's refresh
- * thread, not the watchdog) used CPU time in the last window: a deadlock
- * uses none, a starved test a little. Never past LIFE_STARVED_FACTOR times
- * its time, so that a test that spins for ever still ends. */
+ * thread, not the watchdog) or its children used CPU time in the last
+ * window: a deadlock whose threads wait uses none, a starved test a
+ * little. Never past LIFE_STARVED_FACTOR times its time, so that a test
+ * that spins for ever (a deadlock that spins) still ends. */
 #define LIFE_PROGRESS_WINDOW_S 5u
 #define LIFE_STARVED_FACTOR    4u
+
+/* Reads a small /proc file into buf; its length, or 0. */
+static size_t life_read_small(const char *path, char *buf, size_t size)
+{
+	ssize_t n;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return 0; /* the thread or the process has just exited */
+	n = read(fd, buf, size - 1);
+	close(fd);
+	buf[n > 0 ? n : 0] = '\0';
+	return n > 0 ? (size_t)n : 0;
+}
 
 /* utime + stime of one thread, in clock ticks, from its stat line (the
  * fields after the name, which may itself hold spaces and parentheses). */
@@ -446,14 +460,9 @@ static uint64_t life_thread_ticks(const char *stat_path)
 	char line[1024];
 	unsigned long long utime = 0, stime = 0;
 	const char *fields;
-	ssize_t n;
-	int fd = open(stat_path, O_RDONLY | O_CLOEXEC);
 
-	if (fd < 0)
-		return 0; /* the thread has just exited */
-	n = read(fd, line, sizeof line - 1);
-	close(fd);
-	line[n > 0 ? n : 0] = '\0';
+	if (life_read_small(stat_path, line, sizeof line) == 0)
+		return 0;
 	fields = strrchr(line, ')');
 	if (fields == NULL ||
 	    sscanf(fields + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &utime,
@@ -462,8 +471,10 @@ static uint64_t life_thread_ticks(const char *stat_path)
 	return utime + stime;
 }
 
-/* CPU time used by pid's threads other than fasttime's and the watchdog. */
-static uint64_t life_own_ticks(pid_t pid)
+/* CPU time used by pid's threads other than fasttime's and the watchdog;
+ * with_children, and by those of the processes they started (a parent
+ * waiting for a starved child is not hung either). */
+static uint64_t life_own_ticks(pid_t pid, bool with_children)
 {
 	char path[64];
 	uint64_t ticks = 0;
@@ -475,36 +486,42 @@ static uint64_t life_own_ticks(pid_t pid)
 	if (dir == NULL)
 		return 0;
 	while ((entry = readdir(dir)) != NULL) {
-		char file[320], comm[64] = "";
-		ssize_t n;
-		int fd;
+		char file[320], text[512];
 
 		if (entry->d_name[0] == '.')
 			continue;
 		snprintf(file, sizeof file, "/proc/%d/task/%s/comm", (int)pid, entry->d_name);
-		fd = open(file, O_RDONLY | O_CLOEXEC);
-		if (fd < 0)
+		life_read_small(file, text, sizeof text);
+		text[strcspn(text, "\n")] = '\0';
+		if (strcmp(text, "fasttime") != 0 && strcmp(text, "watchdog") != 0) {
+			snprintf(file, sizeof file, "/proc/%d/task/%s/stat", (int)pid,
+				 entry->d_name);
+			ticks += life_thread_ticks(file);
+		}
+		if (!with_children)
 			continue;
-		n = read(fd, comm, sizeof comm - 1);
-		close(fd);
-		comm[n > 0 ? n : 0] = '\0';
-		comm[strcspn(comm, "\n")] = '\0';
-		if (strcmp(comm, "fasttime") == 0 || strcmp(comm, "watchdog") == 0)
-			continue;
-		snprintf(file, sizeof file, "/proc/%d/task/%s/stat", (int)pid, entry->d_name);
-		ticks += life_thread_ticks(file);
+		snprintf(file, sizeof file, "/proc/%d/task/%s/children", (int)pid, entry->d_name);
+		if (life_read_small(file, text, sizeof text) > 0)
+			for (char *p = text, *end; *p != '\0'; p = end) {
+				long child = strtol(p, &end, 10);
+
+				if (end == p)
+					break;
+				ticks += life_own_ticks((pid_t)child, false);
+			}
 	}
 	closedir(dir);
 	return ticks;
 }
 
-/* Waits one window; true when pid's own threads used CPU time in it. */
+/* Waits one window; true when pid's own threads, or its children's, used
+ * CPU time in it. */
 static bool life_progressed(pid_t pid)
 {
-	uint64_t before = life_own_ticks(pid);
+	uint64_t before = life_own_ticks(pid, true);
 
 	life_sleep_ms(LIFE_PROGRESS_WINDOW_S * 1000u);
-	return life_own_ticks(pid) != before;
+	return life_own_ticks(pid, true) != before;
 }
 
 /* Past its time: waits one window, counted in *waited. NULL while pid
@@ -519,7 +536,7 @@ static const char *life_busy_window(pid_t pid, unsigned seconds, unsigned *waite
 		return "its threads still busy";
 	busy = life_progressed(pid);
 	*waited += LIFE_PROGRESS_WINDOW_S;
-	return busy ? NULL : "its threads used no CPU in the last 5 s";
+	return busy ? NULL : "neither its threads nor its children used CPU in the last 5 s";
 }
 
 static void *life_watchdog_main(void *arg)

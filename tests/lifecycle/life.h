@@ -106,9 +106,10 @@ void life_judge(const char *what, const struct life_track *track);
 bool life_churn_malloc(_Atomic uint64_t *count, uint64_t target, unsigned seed,
 		       unsigned max_rounds);
 
-/* Aborts the process if it is still running after seconds and its threads
- * have stopped using CPU (a loaded machine gets up to 4 times as long): a
- * deadlock must fail the test, not hang it. The thread blocks every signal. */
+/* Aborts the process if it is still running after seconds and neither its
+ * threads nor its children use CPU any more (a loaded machine gets up to 4
+ * times as long): a deadlock must fail the test, not hang it. The thread
+ * blocks every signal. */
 void life_watchdog(unsigned seconds);
 /* Waits for a child up to seconds, longer while its threads still use CPU
  * (up to 4 times as long); a child still running then is shown (its threads
