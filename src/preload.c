@@ -212,12 +212,15 @@ static void preload_follow_realtime_step(void)
 	uint64_t valid_from = __atomic_load_n(&table_shared.valid_from_tsc, __ATOMIC_ACQUIRE);
 	uint64_t valid_ticks = __atomic_load_n(&table_shared.valid_ticks, __ATOMIC_ACQUIRE);
 	struct calib_offset_sample sample;
+	int saved_errno;
 	int64_t moved;
 
 	if (published == 0 ||
 	    __atomic_load_n(&refresh_state, __ATOMIC_RELAXED) != REFRESH_RUNNING ||
 	    cpu_rdtsc() - valid_from <= valid_ticks)
 		return;
+	/* The caller gets libc's errno, not this look's. */
+	saved_errno = errno;
 	for (unsigned i = 0; i < PRELOAD_STEP_SANDWICHES; i++) {
 		sample.mono_before = preload_libc_ns(CLOCK_MONOTONIC);
 		sample.real = preload_libc_ns(CLOCK_REALTIME);
@@ -231,8 +234,9 @@ static void preload_follow_realtime_step(void)
 			__atomic_compare_exchange_n(&table_shared.realtime_offset_ns, &published,
 						    offset, false, __ATOMIC_RELEASE,
 						    __ATOMIC_RELAXED);
-		return;
+		break;
 	}
+	errno = saved_errno;
 }
 
 /* What a slow path does when the TSC could not answer, before it asks
