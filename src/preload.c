@@ -182,15 +182,6 @@ static void preload_slow_path_start(void)
 		    (uint64_t)ts.tv_sec * CLOCK_NS_PER_SEC + (uint64_t)ts.tv_nsec;
 }
 
-static uint64_t preload_libc_ns(clockid_t id)
-{
-	struct timespec ts;
-
-	if (libc_clock_gettime(id, &ts) != 0)
-		return 0;
-	return (uint64_t)ts.tv_sec * CLOCK_NS_PER_SEC + (uint64_t)ts.tv_nsec;
-}
-
 /* A sandwich of libc's clocks wider than this is not used to publish a
  * step: its offset could be off by half of it, and the refresh thread's
  * next look would correct that by a step of the fast path's realtime. */
@@ -222,11 +213,8 @@ static void preload_follow_realtime_step(void)
 	/* The caller gets libc's errno, not this look's. */
 	saved_errno = errno;
 	for (unsigned i = 0; i < PRELOAD_STEP_SANDWICHES; i++) {
-		sample.mono_before = preload_libc_ns(CLOCK_MONOTONIC);
-		sample.real = preload_libc_ns(CLOCK_REALTIME);
-		sample.mono_after = preload_libc_ns(CLOCK_MONOTONIC);
-		if (sample.mono_before == 0 || sample.real == 0 ||
-		    sample.mono_after < sample.mono_before ||
+		refresh_offset_samples(&sample, 1);
+		if (sample.mono_after < sample.mono_before ||
 		    sample.mono_after - sample.mono_before > PRELOAD_STEP_SANDWICH_MAX_NS)
 			continue;
 		if (watch_realtime_judge(&sample, 1, published, WATCH_STEP_THRESHOLD_NS, &offset,

@@ -281,8 +281,7 @@ static void refresh_update_one(uint32_t cpu, const struct calib_sample *sample,
 			  (unsigned long long)sample->width_ns);
 }
 
-/* Fills samples with monotonic / realtime / monotonic sandwiches. */
-static void refresh_offset_samples(struct calib_offset_sample *samples, unsigned n)
+void refresh_offset_samples(struct calib_offset_sample *samples, unsigned n)
 {
 	for (unsigned i = 0; i < n; i++) {
 		samples[i].mono_before = refresh_mono_ns();

@@ -135,6 +135,9 @@ uint32_t refresh_flags_for(uint32_t apis);
  * offset, then renews the validity; for api_choice_measure, between its
  * runs. */
 void refresh_renew_validity(void);
+/* Fills samples with monotonic / realtime / monotonic sandwiches of libc's
+ * clocks: the refresh thread's, and a reader's over stale lines. */
+void refresh_offset_samples(struct calib_offset_sample *samples, unsigned n);
 /* The interval after round number round (0-based). */
 uint64_t refresh_interval_after(unsigned round, uint64_t configured_ns);
 

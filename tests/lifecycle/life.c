@@ -226,34 +226,54 @@ unsigned life_refresh_held(void)
 	return life_tap_held();
 }
 
-/* Calls fn for each thread of this process with its comm and id, until it
- * returns false. */
-static void life_each_thread(bool (*fn)(const char *comm, pid_t tid, void *arg), void *arg)
+/* Reads a small /proc file into buf; its length, or 0. */
+static size_t life_read_small(const char *path, char *buf, size_t size)
 {
-	DIR *dir = opendir("/proc/self/task");
-	struct dirent *entry;
+	ssize_t n;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
 
+	if (fd < 0)
+		return 0; /* the thread or the process has just exited */
+	n = read(fd, buf, size - 1);
+	close(fd);
+	buf[n > 0 ? n : 0] = '\0';
+	return n > 0 ? (size_t)n : 0;
+}
+
+/* Calls fn for each thread of pid with its comm and id, until it returns
+ * false; false when pid's threads cannot be listed (it has exited). */
+static bool life_each_thread_of(pid_t pid, bool (*fn)(const char *comm, pid_t tid, void *arg),
+				void *arg)
+{
+	char path[64];
+	struct dirent *entry;
+	DIR *dir;
+
+	snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
+	dir = opendir(path);
 	if (dir == NULL)
-		life_fail("opendir(/proc/self/task): %s", strerror(errno));
+		return false;
 	while ((entry = readdir(dir)) != NULL) {
-		char path[320], comm[64] = "";
-		ssize_t n;
-		int fd;
+		char file[sizeof path + sizeof entry->d_name + 8], comm[64];
 
 		if (entry->d_name[0] == '.')
 			continue;
-		snprintf(path, sizeof path, "/proc/self/task/%s/comm", entry->d_name);
-		fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0)
+		snprintf(file, sizeof file, "%s/%s/comm", path, entry->d_name);
+		if (life_read_small(file, comm, sizeof comm) == 0)
 			continue; /* the thread has just exited */
-		n = read(fd, comm, sizeof comm - 1);
-		close(fd);
-		comm[n > 0 ? n : 0] = '\0';
 		comm[strcspn(comm, "\n")] = '\0';
 		if (!fn(comm, (pid_t)atoi(entry->d_name), arg))
 			break;
 	}
 	closedir(dir);
+	return true;
+}
+
+/* The same for this process. */
+static void life_each_thread(bool (*fn)(const char *comm, pid_t tid, void *arg), void *arg)
+{
+	if (!life_each_thread_of(getpid(), fn, arg))
+		life_fail("cannot list /proc/%d/task: %s", (int)getpid(), strerror(errno));
 }
 
 struct life_count {
@@ -439,20 +459,6 @@ void life_judge(const char *what, const struct life_track *track)
 #define LIFE_PROGRESS_WINDOW_S 5u
 #define LIFE_STARVED_FACTOR    4u
 
-/* Reads a small /proc file into buf; its length, or 0. */
-static size_t life_read_small(const char *path, char *buf, size_t size)
-{
-	ssize_t n;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-
-	if (fd < 0)
-		return 0; /* the thread or the process has just exited */
-	n = read(fd, buf, size - 1);
-	close(fd);
-	buf[n > 0 ? n : 0] = '\0';
-	return n > 0 ? (size_t)n : 0;
-}
-
 /* utime + stime of one thread, in clock ticks, from its stat line (the
  * fields after the name, which may itself hold spaces and parentheses). */
 static uint64_t life_thread_ticks(const char *stat_path)
@@ -471,47 +477,48 @@ static uint64_t life_thread_ticks(const char *stat_path)
 	return utime + stime;
 }
 
+struct life_ticks {
+	pid_t pid;
+	bool with_children;
+	uint64_t ticks;
+};
+
+static uint64_t life_own_ticks(pid_t pid, bool with_children);
+
+/* Adds a thread's CPU time unless it is fasttime's or the watchdog's, and
+ * with_children, that of the processes it started. */
+static bool life_add_ticks(const char *comm, pid_t tid, void *arg)
+{
+	struct life_ticks *sum = arg;
+	char file[96], children[512];
+
+	if (strcmp(comm, "fasttime") != 0 && strcmp(comm, "watchdog") != 0) {
+		snprintf(file, sizeof file, "/proc/%d/task/%d/stat", (int)sum->pid, (int)tid);
+		sum->ticks += life_thread_ticks(file);
+	}
+	if (!sum->with_children)
+		return true;
+	snprintf(file, sizeof file, "/proc/%d/task/%d/children", (int)sum->pid, (int)tid);
+	if (life_read_small(file, children, sizeof children) > 0)
+		for (char *p = children, *end; *p != '\0'; p = end) {
+			long child = strtol(p, &end, 10);
+
+			if (end == p)
+				break;
+			sum->ticks += life_own_ticks((pid_t)child, false);
+		}
+	return true;
+}
+
 /* CPU time used by pid's threads other than fasttime's and the watchdog;
  * with_children, and by those of the processes they started (a parent
  * waiting for a starved child is not hung either). */
 static uint64_t life_own_ticks(pid_t pid, bool with_children)
 {
-	char path[64];
-	uint64_t ticks = 0;
-	struct dirent *entry;
-	DIR *dir;
+	struct life_ticks sum = { pid, with_children, 0 };
 
-	snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
-	dir = opendir(path);
-	if (dir == NULL)
-		return 0;
-	while ((entry = readdir(dir)) != NULL) {
-		char file[320], text[512];
-
-		if (entry->d_name[0] == '.')
-			continue;
-		snprintf(file, sizeof file, "/proc/%d/task/%s/comm", (int)pid, entry->d_name);
-		life_read_small(file, text, sizeof text);
-		text[strcspn(text, "\n")] = '\0';
-		if (strcmp(text, "fasttime") != 0 && strcmp(text, "watchdog") != 0) {
-			snprintf(file, sizeof file, "/proc/%d/task/%s/stat", (int)pid,
-				 entry->d_name);
-			ticks += life_thread_ticks(file);
-		}
-		if (!with_children)
-			continue;
-		snprintf(file, sizeof file, "/proc/%d/task/%s/children", (int)pid, entry->d_name);
-		if (life_read_small(file, text, sizeof text) > 0)
-			for (char *p = text, *end; *p != '\0'; p = end) {
-				long child = strtol(p, &end, 10);
-
-				if (end == p)
-					break;
-				ticks += life_own_ticks((pid_t)child, false);
-			}
-	}
-	closedir(dir);
-	return ticks;
+	life_each_thread_of(pid, life_add_ticks, &sum);
+	return sum.ticks;
 }
 
 /* Waits one window; true when pid's own threads, or its children's, used
