@@ -182,40 +182,46 @@ static void preload_slow_path_start(void)
 		    (uint64_t)ts.tv_sec * CLOCK_NS_PER_SEC + (uint64_t)ts.tv_nsec;
 }
 
-/* A sandwich of libc's clocks wider than this is not used to publish a
- * step: its offset could be off by half of it, and the refresh thread's
- * next look would correct that by a step of the fast path's realtime. */
-#define PRELOAD_STEP_SANDWICH_MAX_NS 20000u
-#define PRELOAD_STEP_SANDWICHES	     3u
+#define PRELOAD_STEP_SANDWICHES 3u
 
-/* A realtime call that libc has just answered because the lines went
- * stale: if the clock was set since the refresh thread last looked, the new
- * offset is published here, before the caller sees libc's answer. The
- * refresh thread, preempted between its look and its renewal of the lines,
- * could otherwise bring them back with the old offset, and take back a step
- * the caller has seen. After libc's answer, so that any step the answer
- * shows is in the sandwiches. Only while the refresh thread runs and the
- * lines are stale: up to nine more libc calls, and a shared write only for
- * a step. */
-static void preload_follow_realtime_step(void)
+/* Whether the lines are past the validity the refresh thread last gave
+ * them. */
+static bool preload_lines_stale(void)
 {
-	uint64_t published = clock_realtime_offset(), offset;
 	uint64_t valid_from = __atomic_load_n(&table_shared.valid_from_tsc, __ATOMIC_ACQUIRE);
 	uint64_t valid_ticks = __atomic_load_n(&table_shared.valid_ticks, __ATOMIC_ACQUIRE);
+
+	return cpu_rdtsc() - valid_from > valid_ticks;
+}
+
+/* A realtime call that libc has just answered because the lines went
+ * stale (stale_before: they were, just before libc's call): if the clock
+ * was set since the refresh thread last looked, the new offset is
+ * published here, before the caller sees libc's answer. The refresh
+ * thread, preempted between its look and its renewal of the lines, could
+ * otherwise bring them back with the old offset, and take back a step the
+ * caller has seen; that renewal may even come while libc answers, so
+ * lines stale before the call count as stale. After libc's answer, so
+ * that any step the answer shows is in the sandwiches. Only while the
+ * refresh thread runs and the lines are stale: up to nine more libc
+ * calls, and a shared write only for a step. */
+static void preload_follow_realtime_step(bool stale_before)
+{
+	uint64_t published = clock_realtime_offset(), offset;
 	struct calib_offset_sample sample;
 	int saved_errno;
 	int64_t moved;
 
 	if (published == 0 ||
 	    __atomic_load_n(&refresh_state, __ATOMIC_RELAXED) != REFRESH_RUNNING ||
-	    cpu_rdtsc() - valid_from <= valid_ticks)
+	    !(stale_before || preload_lines_stale()))
 		return;
 	/* The caller gets libc's errno, not this look's. */
 	saved_errno = errno;
 	for (unsigned i = 0; i < PRELOAD_STEP_SANDWICHES; i++) {
 		refresh_offset_samples(&sample, 1);
 		if (sample.mono_after < sample.mono_before ||
-		    sample.mono_after - sample.mono_before > PRELOAD_STEP_SANDWICH_MAX_NS)
+		    sample.mono_after - sample.mono_before > WATCH_READER_SANDWICH_MAX_NS)
 			continue;
 		if (watch_realtime_judge(&sample, 1, published, WATCH_STEP_THRESHOLD_NS, &offset,
 					 &moved) == WATCH_REALTIME_SET)
@@ -253,7 +259,7 @@ static inline uint32_t preload_api_flags(void)
 static __attribute__((noinline)) int preload_slow_clock_gettime(clockid_t id, struct timespec *ts)
 {
 	uint32_t flags = preload_api_flags();
-
+	bool stale;
 	int rc;
 
 	preload_slow_path_start();
@@ -266,8 +272,9 @@ static __attribute__((noinline)) int preload_slow_clock_gettime(clockid_t id, st
 	if (clock_careful_realtime(flags, ts))
 		return 0;
 	preload_tsc_did_not_answer();
+	stale = preload_lines_stale();
 	rc = libc_clock_gettime(CLOCK_REALTIME, ts);
-	preload_follow_realtime_step();
+	preload_follow_realtime_step(stale);
 	if (rc == 0)
 		preload_clamp_realtime(ts);
 	return rc;
@@ -323,14 +330,16 @@ PRELOAD_EXPORT int clock_gettime(clockid_t id, struct timespec *ts)
 static __attribute__((noinline)) int preload_slow_gettimeofday(struct timeval *tv)
 {
 	uint32_t flags = preload_api_flags();
+	bool stale;
 	int rc;
 
 	preload_slow_path_start();
 	if (clock_careful_timeval(flags, tv))
 		return 0;
 	preload_tsc_did_not_answer();
+	stale = preload_lines_stale();
 	rc = libc_gettimeofday(tv, NULL);
-	preload_follow_realtime_step();
+	preload_follow_realtime_step(stale);
 	if (rc == 0)
 		preload_clamp_timeval(tv);
 	return rc;
@@ -370,6 +379,7 @@ static __attribute__((noinline)) time_t preload_slow_time(time_t *t)
 {
 	uint32_t flags = preload_api_flags();
 	time_t now;
+	bool stale;
 
 	preload_slow_path_start();
 	if (clock_careful_seconds(flags, &now)) {
@@ -378,8 +388,9 @@ static __attribute__((noinline)) time_t preload_slow_time(time_t *t)
 		return now;
 	}
 	preload_tsc_did_not_answer();
+	stale = preload_lines_stale();
 	now = libc_time_now(NULL);
-	preload_follow_realtime_step();
+	preload_follow_realtime_step(stale);
 	now = preload_clamp_seconds(now);
 	if (t != NULL)
 		*t = now;
@@ -408,14 +419,16 @@ PRELOAD_EXPORT time_t time(time_t *t)
 static __attribute__((noinline)) int preload_slow_timespec_get(struct timespec *ts)
 {
 	uint32_t flags = preload_api_flags();
+	bool stale;
 	int rc;
 
 	preload_slow_path_start();
 	if (clock_careful_realtime(flags, ts))
 		return TIME_UTC;
 	preload_tsc_did_not_answer();
+	stale = preload_lines_stale();
 	rc = libc_timespec_get(ts, TIME_UTC);
-	preload_follow_realtime_step();
+	preload_follow_realtime_step(stale);
 	if (rc == TIME_UTC)
 		preload_clamp_realtime(ts);
 	return rc;
