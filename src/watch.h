@@ -24,6 +24,12 @@
 /* CLOCK_REALTIME minus CLOCK_MONOTONIC moving by more than this beyond what
  * the sandwich's width allows is a step of the clock. */
 #define WATCH_STEP_THRESHOLD_NS 1000u
+/* A sandwich a reader may publish a step from (preload.c, over stale
+ * lines) is at most this wide: its offset is then within the threshold of
+ * the truth, so no later look of the refresh thread, however narrow its
+ * own sandwich, judges it moved and corrects it by a step of the
+ * library's own making. Wider ones leave the step to the thread's look. */
+#define WATCH_READER_SANDWICH_MAX_NS (2 * WATCH_STEP_THRESHOLD_NS)
 /* A line further than this from the kernel's clock, beyond the sandwich's
  * width, is not renewed: the thread runs a round at once. A line that is
  * right stays within a microsecond or two; this leaves room for a slew of

@@ -127,6 +127,45 @@ START_TEST(test_watch_several_and_none)
 }
 END_TEST
 
+/* A step a reader publishes from a sandwich as wide as it may use
+ * (WATCH_READER_SANDWICH_MAX_NS), wherever its realtime reading fell, is
+ * never judged moved again by the refresh thread's next look, whatever
+ * that look's width and wherever its reading fell: the library never
+ * corrects its own readers' step by a second, smaller one. */
+START_TEST(test_watch_reader_step_stands)
+{
+	const uint64_t old = 1700000000ull * NS_PER_SEC, mono = 9 * NS_PER_SEC;
+	const uint64_t truth = old + 10 * NS_PER_SEC, reader_width = WATCH_READER_SANDWICH_MAX_NS;
+	const uint64_t look_widths[] = { 0, 1, 25, 999, 1000, 1001, 2400, 20000 };
+
+	for (unsigned r = 0; r <= 4; r++) {
+		struct calib_offset_sample reader =
+		    watch_test_sandwich(mono, truth, reader_width, reader_width * r / 4);
+		uint64_t published = 0, offset;
+		int64_t moved;
+
+		ck_assert_int_eq(watch_realtime_judge(&reader, 1, old, WATCH_STEP_THRESHOLD_NS,
+						      &published, &moved),
+				 WATCH_REALTIME_SET);
+		for (unsigned w = 0; w < sizeof look_widths / sizeof look_widths[0]; w++)
+			for (unsigned p = 0; p <= 4; p++) {
+				struct calib_offset_sample look =
+				    watch_test_sandwich(mono + 80 * NS_PER_MS, truth,
+							look_widths[w], look_widths[w] * p / 4);
+
+				ck_assert_msg(
+				    watch_realtime_judge(&look, 1, published,
+							 WATCH_STEP_THRESHOLD_NS, &offset,
+							 &moved) == WATCH_REALTIME_UNCHANGED,
+				    "reader at %u/4 of %llu ns, look %llu ns wide at %u/4: "
+				    "moved %lld ns",
+				    r, (unsigned long long)reader_width,
+				    (unsigned long long)look_widths[w], p, (long long)moved);
+			}
+	}
+}
+END_TEST
+
 /* A line through (tsc0, ns0) at WATCH_TEST_MULT, and the counter value at
  * which the kernel's clock, running at the line's rate plus rate_ppm, has
  * advanced by elapsed_ns. */
@@ -299,6 +338,7 @@ Suite *suite_watch(void)
 	tcase_add_test(tc, test_watch_steps_seen);
 	tcase_add_test(tc, test_watch_width_is_noise);
 	tcase_add_test(tc, test_watch_several_and_none);
+	tcase_add_test(tc, test_watch_reader_step_stands);
 	tcase_add_test(tc, test_watch_line_holds);
 	tcase_add_test(tc, test_watch_suspend_bound);
 	tcase_add_test(tc, test_watch_parted_restarts);
