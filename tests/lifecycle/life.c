@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -240,40 +241,61 @@ static size_t life_read_small(const char *path, char *buf, size_t size)
 	return n > 0 ? (size_t)n : 0;
 }
 
-/* Calls fn for each thread of pid with its comm and id, until it returns
- * false; false when pid's threads cannot be listed (it has exited). */
+/* /proc/self for this process (pid 0), /proc/PID for another: a
+ * process in a PID namespace of its own sees itself in /proc under
+ * another number than getpid() gives. */
+static void life_proc_dir(pid_t pid, char *buf, size_t size)
+{
+	if (pid == 0)
+		snprintf(buf, size, "/proc/self");
+	else
+		snprintf(buf, size, "/proc/%d", (int)pid);
+}
+
+/* Calls fn for each thread of pid (0: this process) with its comm and id,
+ * until it returns false; false when pid's threads cannot be listed (it
+ * has exited). Allocates nothing (getdents64 into the stack, not
+ * opendir): the watchdog calls it in a process that may be stuck on
+ * malloc's lock. */
 static bool life_each_thread_of(pid_t pid, bool (*fn)(const char *comm, pid_t tid, void *arg),
 				void *arg)
 {
-	char path[64];
-	struct dirent *entry;
-	DIR *dir;
+	char dir[32], path[48], entries[4096];
+	bool more = true;
+	long n;
+	int fd;
 
-	snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
-	dir = opendir(path);
-	if (dir == NULL)
+	life_proc_dir(pid, dir, sizeof dir);
+	snprintf(path, sizeof path, "%s/task", dir);
+	fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
 		return false;
-	while ((entry = readdir(dir)) != NULL) {
-		char file[sizeof path + sizeof entry->d_name + 8], comm[64];
+	while (more && (n = syscall(SYS_getdents64, fd, entries, sizeof entries)) > 0)
+		for (long at = 0; more && at < n;) {
+			/* struct linux_dirent64: ino, off, reclen, type, name. */
+			unsigned short reclen;
+			const char *name = entries + at + 19;
+			char file[96], comm[64];
 
-		if (entry->d_name[0] == '.')
-			continue;
-		snprintf(file, sizeof file, "%s/%s/comm", path, entry->d_name);
-		if (life_read_small(file, comm, sizeof comm) == 0)
-			continue; /* the thread has just exited */
-		comm[strcspn(comm, "\n")] = '\0';
-		if (!fn(comm, (pid_t)atoi(entry->d_name), arg))
-			break;
-	}
-	closedir(dir);
+			memcpy(&reclen, entries + at + 16, sizeof reclen);
+			at += reclen;
+			if (name[0] == '.')
+				continue;
+			snprintf(file, sizeof file, "%s/%s/comm", path, name);
+			if (life_read_small(file, comm, sizeof comm) == 0)
+				continue; /* the thread has just exited */
+			comm[strcspn(comm, "\n")] = '\0';
+			more = fn(comm, (pid_t)atoi(name), arg);
+		}
+	close(fd);
 	return true;
 }
 
 /* The same for this process. */
 static void life_each_thread(bool (*fn)(const char *comm, pid_t tid, void *arg), void *arg)
 {
-	if (!life_each_thread_of(getpid(), fn, arg))
-		life_fail("cannot list /proc/%d/task: %s", (int)getpid(), strerror(errno));
+	if (!life_each_thread_of(0, fn, arg))
+		life_fail("cannot list /proc/self/task: %s", strerror(errno));
 }
 
 struct life_count {
@@ -490,29 +512,33 @@ static uint64_t life_own_ticks(pid_t pid, bool with_children);
 static bool life_add_ticks(const char *comm, pid_t tid, void *arg)
 {
 	struct life_ticks *sum = arg;
-	char file[96], children[512];
+	char dir[32], file[96], children[4096];
 
+	life_proc_dir(sum->pid, dir, sizeof dir);
 	if (strcmp(comm, "fasttime") != 0 && strcmp(comm, "watchdog") != 0) {
-		snprintf(file, sizeof file, "/proc/%d/task/%d/stat", (int)sum->pid, (int)tid);
+		snprintf(file, sizeof file, "%s/task/%d/stat", dir, (int)tid);
 		sum->ticks += life_thread_ticks(file);
 	}
 	if (!sum->with_children)
 		return true;
-	snprintf(file, sizeof file, "/proc/%d/task/%d/children", (int)sum->pid, (int)tid);
+	/* Each pid is followed by a space: a number cut short by the buffer
+	 * has none, and is not a child. */
+	snprintf(file, sizeof file, "%s/task/%d/children", dir, (int)tid);
 	if (life_read_small(file, children, sizeof children) > 0)
 		for (char *p = children, *end; *p != '\0'; p = end) {
 			long child = strtol(p, &end, 10);
 
-			if (end == p)
+			if (end == p || *end != ' ')
 				break;
 			sum->ticks += life_own_ticks((pid_t)child, false);
 		}
 	return true;
 }
 
-/* CPU time used by pid's threads other than fasttime's and the watchdog;
- * with_children, and by those of the processes they started (a parent
- * waiting for a starved child is not hung either). */
+/* CPU time used by pid's (0: this process's) threads other than
+ * fasttime's and the watchdog; with_children, and by those of the
+ * processes they started (a parent waiting for a starved child is not
+ * hung either). */
 static uint64_t life_own_ticks(pid_t pid, bool with_children)
 {
 	struct life_ticks sum = { pid, with_children, 0 };
@@ -554,7 +580,7 @@ static void *life_watchdog_main(void *arg)
 	int n;
 
 	life_sleep_ms(seconds * 1000u);
-	while ((why = life_busy_window(getpid(), seconds, &waited)) == NULL)
+	while ((why = life_busy_window(0, seconds, &waited)) == NULL)
 		;
 	n = snprintf(line, sizeof line,
 		     "%s: FAIL: watchdog: still running after %u s, %s (deadlock?)\n", life_name,
