@@ -130,10 +130,10 @@ void refresh_cpu_failed(uint32_t cpu, struct refresh_cpu *state, uint64_t now);
  * the TSC: once an entry point has answered from the TSC and stops,
  * CLOCK_LIBC_CLAMPED, for the rest of the process's life. */
 uint32_t refresh_flags_for(uint32_t apis);
-/* One look of the watch, its verdict not needed: unless the line parted
- * (then nothing is renewed: a round is due), publishes a moved realtime
- * offset, then renews the validity; for api_choice_measure, between its
- * runs. */
+/* One look of the watch, its verdict not needed, for api_choice_measure
+ * between its runs: publishes a moved realtime offset, then renews the
+ * validity unless the line parted or the caller's CPU has no line to
+ * compare (then nothing is renewed: a round is due). */
 void refresh_renew_validity(void);
 /* Fills samples with monotonic / realtime / monotonic sandwiches of libc's
  * clocks: the refresh thread's, and a reader's over stale lines. */
