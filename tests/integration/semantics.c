@@ -36,11 +36,13 @@ static struct timeval *volatile semantics_null_tv;
 static struct timezone *volatile semantics_null_tz;
 /* The library's functions, called through pointers wherever an argument is
  * NULL on purpose: glibc declares them nonnull, and UBSan enforces that on
- * direct calls. */
-static int (*const volatile semantics_lib_clock_gettime)(clockid_t,
-							 struct timespec *) = clock_gettime;
-static int (*const volatile semantics_lib_gettimeofday)(struct timeval *, void *) = gettimeofday;
-static int (*const volatile semantics_lib_timespec_get)(struct timespec *, int) = timespec_get;
+ * direct calls. Set in main(), not by initializers: older linkers (Debian
+ * 11's) answer a function's address in data with a stub in the program,
+ * and that stub then is clock_gettime's address for the whole process,
+ * which integ_require_preload takes for the preload not in effect. */
+static int (*volatile semantics_lib_clock_gettime)(clockid_t, struct timespec *);
+static int (*volatile semantics_lib_gettimeofday)(struct timeval *, void *);
+static int (*volatile semantics_lib_timespec_get)(struct timespec *, int);
 
 /* The slack allowed around libc's bracket for a clock the library may
  * accelerate; none when it passes everything through. */
@@ -569,6 +571,9 @@ int main(void)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	integ_require_preload();
 	integ_load_libc();
+	semantics_lib_clock_gettime = clock_gettime;
+	semantics_lib_gettimeofday = gettimeofday;
+	semantics_lib_timespec_get = timespec_get;
 	semantics_disabled = integ_env_true("FASTTIME_DISABLE");
 	if (semantics_disabled)
 		printf("mode: disabled (every answer must be libc's exactly)\n");
