@@ -11,7 +11,8 @@
  * kernel's clock as fasttime sees it: set CLOCK_REALTIME (a step), slew
  * both clocks as NTP would (a rate), make each read slow (a kernel clock that is a system call:
  * wide sandwiches), or put the refresh thread's clock ahead of everyone else's (lines that run a
- * little ahead of what libc answers the readers). */
+ * little ahead of what libc answers the readers). An absolute CLOCK_REALTIME sleep follows the
+ * tap's clock, as the kernel's follows a real step. */
 #include "config.h"
 
 #include <dlfcn.h>
@@ -41,7 +42,8 @@ static void *tap_next(void **slot, const char *name)
 	return fn;
 }
 
-static void *tap_clock_gettime_next, *tap_gettimeofday_next, *tap_time_next, *tap_timespec_get_next;
+static void *tap_clock_gettime_next, *tap_gettimeofday_next, *tap_time_next, *tap_timespec_get_next,
+    *tap_clock_nanosleep_next;
 
 /* How many calls this thread has made that reached libc through the tap. */
 TAP_EXPORT uint64_t life_tap_calls(void);
@@ -321,4 +323,41 @@ TAP_EXPORT int timespec_get(struct timespec *ts, int base)
 	if (rc == TIME_UTC && base == TIME_UTC && shift != 0)
 		tap_shift_timespec(ts, shift);
 	return rc;
+}
+
+/* An absolute CLOCK_REALTIME sleep as the kernel runs it, on the tap's
+ * clock: it ends when the tap's CLOCK_REALTIME reaches the deadline, so a
+ * step the tap makes meanwhile lengthens or shortens it, as a real step
+ * does (a library that slept so, set back 10 s, slept 10 s longer). In
+ * slices of a millisecond on libc's CLOCK_MONOTONIC; a signal ends it with
+ * EINTR, as the kernel's would. Every other sleep goes to libc as it is. */
+TAP_EXPORT int clock_nanosleep(clockid_t id, int flags, const struct timespec *request,
+			       struct timespec *remain)
+{
+	int (*next)(clockid_t, int, const struct timespec *, struct timespec *) =
+	    (int (*)(clockid_t, int, const struct timespec *, struct timespec *))tap_next(
+		&tap_clock_nanosleep_next, "clock_nanosleep");
+	int (*read)(clockid_t, struct timespec *) = (int (*)(clockid_t, struct timespec *))tap_next(
+	    &tap_clock_gettime_next, "clock_gettime");
+	int64_t deadline;
+
+	if (id != CLOCK_REALTIME || !(flags & TIMER_ABSTIME) || request == NULL)
+		return next(id, flags, request, remain);
+	deadline = (int64_t)request->tv_sec * 1000000000 + request->tv_nsec;
+	for (;;) {
+		struct timespec now, slice = { 0, 1000000 };
+		int64_t left;
+		int rc;
+
+		read(CLOCK_REALTIME, &now);
+		left = deadline - ((int64_t)now.tv_sec * 1000000000 + now.tv_nsec +
+				   tap_shift_for(CLOCK_REALTIME));
+		if (left <= 0)
+			return 0;
+		if (left < slice.tv_nsec)
+			slice.tv_nsec = (long)left;
+		rc = next(CLOCK_MONOTONIC, 0, &slice, NULL);
+		if (rc != 0)
+			return rc;
+	}
 }
