@@ -9,6 +9,7 @@
  * and siginterrupt install no handler. */
 #include "config.h"
 
+#include <pthread.h>
 #include <signal.h>
 
 #include "signal_guard.h"
@@ -61,4 +62,11 @@ PRELOAD_SIGNAL_EXPORT signal_guard_handler __sysv_signal(int sig, signal_guard_h
 PRELOAD_SIGNAL_EXPORT signal_guard_handler sigset(int sig, signal_guard_handler handler)
 {
 	return signal_guard_sigset(sig, handler);
+}
+
+/* A fork child must not find a signal's install flag taken for ever by a
+ * thread of its parent that fork did not copy. */
+__attribute__((constructor)) static void preload_signal_init(void)
+{
+	pthread_atfork(NULL, NULL, signal_guard_after_fork_in_child);
 }

@@ -1,12 +1,40 @@
 /* Knowing whether this thread runs a signal handler (see signal_guard.h).
  *
- * Each handler the program installs through libc runs behind one of two
- * trampolines (plain, or SA_SIGINFO), which keeps the kernel's flags and
- * mask exactly as the program asked: SA_RESETHAND, SA_NODEFER, SA_ONSTACK
- * and SA_RESTART behave as without the library, and the trampoline counts
- * the handler whatever the signal mask or the action say meanwhile. The
- * program's handlers are kept per signal and kind; the kernel's action,
- * asked each time, says which (if any) is installed. */
+ * Each handler the program installs through libc runs behind a trampoline
+ * (plain, or SA_SIGINFO), which keeps the kernel's flags and mask exactly
+ * as the program asked: SA_RESETHAND, SA_NODEFER, SA_ONSTACK and
+ * SA_RESTART behave as without the library, and the trampoline counts the
+ * handler whatever the signal mask or the action say meanwhile.
+ *
+ * The program's handlers are kept per signal in two slots, each with its
+ * own pair of trampolines, and an install writes the slot the kernel's
+ * current trampoline does not read. So a signal delivered while an install
+ * is under way runs the handler the kernel's action was made for, with
+ * that action's flags, and the trampoline an action names (the kernel's
+ * old action, say) tells which install it came from.
+ *
+ * Installs and the signals' race (why no lock is needed):
+ * Each signal has a flag that one install at a time holds, taken with one
+ * exchange and never waited for. The holder writes the free slot, calls
+ * the next sigaction (libc's, or an interposer's beneath ours) with the
+ * slot's trampoline, and on success makes that slot the current one. An
+ * install that finds the flag taken (another thread installs the same
+ * signal, a handler interrupted an install on this thread, or the next
+ * sigaction calls the exported one back, as a sanitizer's signal() and
+ * libjsig's do) writes nothing shared: it passes the program's own handler
+ * to the next sigaction, where it is a foreign handler (looked for by
+ * signal_guard_may_start's system calls) until the program installs that
+ * signal again. The kernel orders the two system calls as it orders any
+ * two: the last one's action stays, with the handler its program asked
+ * for, as without the library. The old action each call reports is the
+ * kernel's, and a trampoline in it is read through its slot, which no
+ * install writes while the kernel's action names it: a holder writes only
+ * the other slot, so that an old action names the slot of the install
+ * that made it. Only an install, completed, and a second one begun on the
+ * same signal between a call's system call and its next few instructions
+ * could rewrite that slot first (then that call reports the later handler).
+ * Nothing waits: a real-time thread, a thread stopped in the next
+ * sigaction, or one killed there never keeps another from installing. */
 #include "config.h"
 
 #include "signal_guard.h"
@@ -14,9 +42,10 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
-#include <sched.h>
 #include <string.h>
-#include <unistd.h>
+#include <time.h>
+
+#include "libc.h"
 
 __thread struct signal_guard_thread signal_guard_thread;
 
@@ -24,14 +53,19 @@ typedef void (*signal_guard_info_handler)(int, siginfo_t *, void *);
 typedef int (*signal_guard_sigaction_fn)(int, const struct sigaction *, struct sigaction *);
 typedef signal_guard_handler (*signal_guard_signal_fn)(int, signal_guard_handler);
 
-/* The program's handlers, by signal: written under the lock, before the
- * kernel may run the trampoline that reads them. */
-static signal_guard_handler signal_guard_plain[NSIG];
-static signal_guard_info_handler signal_guard_info[NSIG];
+#define SIGNAL_GUARD_SLOTS 2u
 
-/* The pid of the process whose thread holds the lock, or 0: a fork child
- * takes over a lock that its parent's other thread held. */
-static pid_t signal_guard_lock_pid;
+/* The program's handlers, by slot and signal, and whether the action made
+ * with the slot's trampoline had SA_NODEFER: written by the install that
+ * holds the signal's flag, before the kernel may run the trampoline that
+ * reads them. */
+static signal_guard_handler signal_guard_plain[SIGNAL_GUARD_SLOTS][NSIG];
+static signal_guard_info_handler signal_guard_info[SIGNAL_GUARD_SLOTS][NSIG];
+static bool signal_guard_nodefer[SIGNAL_GUARD_SLOTS][NSIG];
+/* The slot of the last trampoline installed for each signal. */
+static unsigned char signal_guard_current[NSIG];
+/* Each signal's install flag (see the top of this file). */
+static bool signal_guard_busy[NSIG];
 
 /* libc's functions (or a sanitizer's, behind ours): found on first use,
  * all together at the first install (signal_guard_resolve_all). */
@@ -81,63 +115,113 @@ static signal_guard_sigaction_fn signal_guard_real_sigaction(void)
 							    "sigaction");
 }
 
-/* Marks a handler as running on this thread. The depth goes up before the
- * frame is stored, so that a handler nesting in between takes the next
- * slot; leaving restores the depth seen on entry, which also forgets
- * handlers nested inside this one that were left by longjmp. */
-static inline unsigned signal_guard_enter(uintptr_t frame)
+static uint64_t signal_guard_bit(int sig)
+{
+	return 1ull << ((unsigned)sig - 1u);
+}
+
+/* Marks a handler for sig as running on this thread. The signal and the
+ * depth go up before the frame is stored, so that a handler nesting in
+ * between takes the next slot and sees this one counted; leaving restores
+ * what was seen on entry, which also forgets handlers nested inside this
+ * one that were left by longjmp. */
+struct signal_guard_entry {
+	unsigned depth;
+	bool nodefer;
+	uint64_t running;
+};
+
+static inline struct signal_guard_entry signal_guard_enter(int sig, unsigned slot, uintptr_t frame)
 {
 	struct signal_guard_thread *t = &signal_guard_thread;
-	unsigned depth = t->depth;
+	struct signal_guard_entry entry = { t->depth, t->nodefer, t->running };
 
-	t->depth = depth + 1;
+	t->running = entry.running | signal_guard_bit(sig);
+	t->nodefer =
+	    entry.nodefer || __atomic_load_n(&signal_guard_nodefer[slot][sig], __ATOMIC_RELAXED);
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	if (depth < SIGNAL_GUARD_FRAMES)
-		t->frames[depth] = frame;
+	t->depth = entry.depth + 1;
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	return depth;
+	if (entry.depth < SIGNAL_GUARD_FRAMES)
+		t->frames[entry.depth] = frame;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	return entry;
 }
 
-static inline void signal_guard_leave(unsigned depth)
+static inline void signal_guard_leave(const struct signal_guard_entry *entry)
 {
+	struct signal_guard_thread *t = &signal_guard_thread;
+
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	signal_guard_thread.depth = depth;
+	t->depth = entry->depth;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	t->running = entry->running;
+	t->nodefer = entry->nodefer;
 }
 
-/* The kernel's entry for a plain handler. */
-static void signal_guard_plain_trampoline(int sig)
+/* The kernel's entry for a plain handler in slot. */
+static inline __attribute__((always_inline)) void signal_guard_run_plain(unsigned slot, int sig,
+									 uintptr_t frame)
 {
 	signal_guard_handler handler;
-	unsigned depth;
+	struct signal_guard_entry entry;
 
 	/* A program may call a handler it read with the system call itself. */
-	if ((unsigned)sig >= NSIG)
+	if (sig <= 0 || sig >= NSIG)
 		return;
-	handler = __atomic_load_n(&signal_guard_plain[sig], __ATOMIC_ACQUIRE);
-	depth = signal_guard_enter((uintptr_t)__builtin_frame_address(0));
-
+	handler = __atomic_load_n(&signal_guard_plain[slot][sig], __ATOMIC_ACQUIRE);
+	entry = signal_guard_enter(sig, slot, frame);
 	if (handler != NULL)
 		handler(sig);
-	signal_guard_leave(depth);
+	signal_guard_leave(&entry);
 }
 
-/* The kernel's entry for an SA_SIGINFO handler: the same siginfo and
- * context, so that a handler that edits the context still resumes where it
- * says. */
-static void signal_guard_info_trampoline(int sig, siginfo_t *info, void *context)
+/* The kernel's entry for an SA_SIGINFO handler in slot: the same siginfo
+ * and context, so that a handler that edits the context still resumes
+ * where it says. */
+static inline __attribute__((always_inline)) void
+signal_guard_run_info(unsigned slot, int sig, siginfo_t *info, void *context, uintptr_t frame)
 {
 	signal_guard_info_handler handler;
-	unsigned depth;
+	struct signal_guard_entry entry;
 
-	if ((unsigned)sig >= NSIG)
+	if (sig <= 0 || sig >= NSIG)
 		return;
-	handler = __atomic_load_n(&signal_guard_info[sig], __ATOMIC_ACQUIRE);
-	depth = signal_guard_enter((uintptr_t)__builtin_frame_address(0));
-
+	handler = __atomic_load_n(&signal_guard_info[slot][sig], __ATOMIC_ACQUIRE);
+	entry = signal_guard_enter(sig, slot, frame);
 	if (handler != NULL)
 		handler(sig, info, context);
-	signal_guard_leave(depth);
+	signal_guard_leave(&entry);
 }
+
+static void signal_guard_plain_0(int sig)
+{
+	signal_guard_run_plain(0, sig, (uintptr_t)__builtin_frame_address(0));
+}
+
+static void signal_guard_plain_1(int sig)
+{
+	signal_guard_run_plain(1, sig, (uintptr_t)__builtin_frame_address(0));
+}
+
+static void signal_guard_info_0(int sig, siginfo_t *info, void *context)
+{
+	signal_guard_run_info(0, sig, info, context, (uintptr_t)__builtin_frame_address(0));
+}
+
+static void signal_guard_info_1(int sig, siginfo_t *info, void *context)
+{
+	signal_guard_run_info(1, sig, info, context, (uintptr_t)__builtin_frame_address(0));
+}
+
+static const signal_guard_handler signal_guard_plain_trampolines[SIGNAL_GUARD_SLOTS] = {
+	signal_guard_plain_0,
+	signal_guard_plain_1,
+};
+static const signal_guard_info_handler signal_guard_info_trampolines[SIGNAL_GUARD_SLOTS] = {
+	signal_guard_info_0,
+	signal_guard_info_1,
+};
 
 /* A handler the library wraps: a function, not a disposition (SIG_DFL,
  * SIG_IGN, SIG_HOLD) nor SIG_ERR, which go to libc untouched. */
@@ -148,124 +232,191 @@ static bool signal_guard_wraps(signal_guard_handler handler)
 
 static bool signal_guard_is_trampoline(const void *handler)
 {
-	return handler == (const void *)signal_guard_plain_trampoline ||
-	       handler == (const void *)signal_guard_info_trampoline;
-}
-
-/* Serialises the installs, so that the handler a trampoline calls is the
- * one installed last: every signal is blocked meanwhile (a handler that
- * installs one cannot interrupt the holder on its own thread). What is
- * called under it must not depend on the thread's mask (sigset does). The
- * next signal may be built on the exported sigaction (a sanitizer's is):
- * a call made while this thread holds the lock goes straight through. */
-static void signal_guard_lock(sigset_t *saved)
-{
-	sigset_t all;
-	pid_t self;
-
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, saved);
-	self = getpid();
-	for (unsigned spins = 0;; spins++) {
-		pid_t holder = 0;
-
-		if (__atomic_compare_exchange_n(&signal_guard_lock_pid, &holder, self, false,
-						__ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
-			break;
-		if (holder != self &&
-		    __atomic_compare_exchange_n(&signal_guard_lock_pid, &holder, self, false,
-						__ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
-			break;
-		if (spins < 100)
-			__builtin_ia32_pause();
-		else
-			sched_yield();
-	}
-	signal_guard_thread.installing = true;
-}
-
-static void signal_guard_unlock(const sigset_t *saved)
-{
-	signal_guard_thread.installing = false;
-	__atomic_store_n(&signal_guard_lock_pid, 0, __ATOMIC_RELEASE);
-	pthread_sigmask(SIG_SETMASK, saved, NULL);
-}
-
-/* The handlers that were current for sig, to report or put back. */
-struct signal_guard_saved {
-	signal_guard_handler plain;
-	signal_guard_info_handler info;
-};
-
-static struct signal_guard_saved signal_guard_save(int sig)
-{
-	return (struct signal_guard_saved){ signal_guard_plain[sig], signal_guard_info[sig] };
-}
-
-static void signal_guard_restore(int sig, const struct signal_guard_saved *saved)
-{
-	__atomic_store_n(&signal_guard_plain[sig], saved->plain, __ATOMIC_RELEASE);
-	__atomic_store_n(&signal_guard_info[sig], saved->info, __ATOMIC_RELEASE);
+	for (unsigned slot = 0; slot < SIGNAL_GUARD_SLOTS; slot++)
+		if (handler == (const void *)signal_guard_plain_trampolines[slot] ||
+		    handler == (const void *)signal_guard_info_trampolines[slot])
+			return true;
+	return false;
 }
 
 /* The program's handler in place of a trampoline the kernel reported. */
-static void *signal_guard_unwrap(void *handler, const struct signal_guard_saved *saved)
+static void *signal_guard_unwrap(int sig, void *handler)
 {
-	if (handler == (void *)signal_guard_plain_trampoline)
-		return (void *)saved->plain;
-	if (handler == (void *)signal_guard_info_trampoline)
-		return (void *)saved->info;
+	for (unsigned slot = 0; slot < SIGNAL_GUARD_SLOTS; slot++) {
+		if (handler == (void *)signal_guard_plain_trampolines[slot])
+			return (void *)__atomic_load_n(&signal_guard_plain[slot][sig],
+						       __ATOMIC_ACQUIRE);
+		if (handler == (void *)signal_guard_info_trampolines[slot])
+			return (void *)__atomic_load_n(&signal_guard_info[slot][sig],
+						       __ATOMIC_ACQUIRE);
+	}
 	return handler;
+}
+
+/* Signals whose installs go to the next function untouched: out of range,
+ * or kept by glibc for itself (it refuses them before reading the action). */
+static bool signal_guard_passes(int sig)
+{
+	return sig <= 0 || sig >= NSIG || (sig >= 32 && sig < SIGRTMIN);
+}
+
+/* Takes sig's install flag if no install holds it; never waits. */
+static bool signal_guard_hold(int sig)
+{
+	if (__atomic_exchange_n(&signal_guard_busy[sig], true, __ATOMIC_ACQUIRE))
+		return false;
+	signal_guard_thread.held |= signal_guard_bit(sig);
+	return true;
+}
+
+static void signal_guard_release(int sig)
+{
+	signal_guard_thread.held &= ~signal_guard_bit(sig);
+	__atomic_store_n(&signal_guard_busy[sig], false, __ATOMIC_RELEASE);
+}
+
+void signal_guard_after_fork_in_child(void)
+{
+	uint64_t held = signal_guard_thread.held;
+
+	for (int sig = 1; sig < NSIG; sig++)
+		__atomic_store_n(&signal_guard_busy[sig], (held & signal_guard_bit(sig)) != 0,
+				 __ATOMIC_RELAXED);
+}
+
+/* What an install wrote in its slot, to put back if the kernel refused. */
+struct signal_guard_written {
+	bool wrote;
+	unsigned slot;
+	signal_guard_handler plain;
+	signal_guard_info_handler info;
+	bool nodefer;
+};
+
+/* Writes the program's handler in sig's free slot (the caller holds sig's
+ * flag) and returns the trampoline to install in its place. */
+static void *signal_guard_write_slot(int sig, void *handler, bool siginfo, bool nodefer,
+				     struct signal_guard_written *written)
+{
+	unsigned slot = __atomic_load_n(&signal_guard_current[sig], __ATOMIC_RELAXED) ^ 1u;
+
+	*written = (struct signal_guard_written){ true, slot, signal_guard_plain[slot][sig],
+						  signal_guard_info[slot][sig],
+						  signal_guard_nodefer[slot][sig] };
+	__atomic_store_n(&signal_guard_nodefer[slot][sig], nodefer, __ATOMIC_RELAXED);
+	if (siginfo) {
+		__atomic_store_n(&signal_guard_info[slot][sig], (signal_guard_info_handler)handler,
+				 __ATOMIC_RELEASE);
+		return (void *)signal_guard_info_trampolines[slot];
+	}
+	__atomic_store_n(&signal_guard_plain[slot][sig], (signal_guard_handler)handler,
+			 __ATOMIC_RELEASE);
+	return (void *)signal_guard_plain_trampolines[slot];
+}
+
+/* After the next function's answer: the slot becomes current, or is put
+ * back as it was. */
+static void signal_guard_commit(int sig, const struct signal_guard_written *written, bool ok)
+{
+	if (!written->wrote)
+		return;
+	if (ok) {
+		__atomic_store_n(&signal_guard_current[sig], (unsigned char)written->slot,
+				 __ATOMIC_RELAXED);
+		return;
+	}
+	__atomic_store_n(&signal_guard_plain[written->slot][sig], written->plain, __ATOMIC_RELEASE);
+	__atomic_store_n(&signal_guard_info[written->slot][sig], written->info, __ATOMIC_RELEASE);
+	__atomic_store_n(&signal_guard_nodefer[written->slot][sig], written->nodefer,
+			 __ATOMIC_RELAXED);
+}
+
+/* The program's handler in place of the trampoline a holder's install
+ * replaced: the slot it wrote held, before, what the kernel's old action
+ * named (a trampoline the program had put back by hand may name it). */
+static void *signal_guard_unwrap_old(int sig, void *handler,
+				     const struct signal_guard_written *written)
+{
+	if (written->wrote) {
+		if (handler == (void *)signal_guard_plain_trampolines[written->slot])
+			return (void *)written->plain;
+		if (handler == (void *)signal_guard_info_trampolines[written->slot])
+			return (void *)written->info;
+	}
+	return signal_guard_unwrap(sig, handler);
 }
 
 int signal_guard_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {
 	signal_guard_sigaction_fn next = signal_guard_real_sigaction();
-	struct signal_guard_saved saved;
-	struct sigaction wrapped;
-	sigset_t mask;
+	struct signal_guard_written written = { .wrote = false };
+	struct sigaction program, wrapped, reported;
 	int saved_errno = errno, rc, error;
 
 	if (next == NULL) {
 		errno = ENOSYS;
 		return -1;
 	}
-	if (sig <= 0 || sig >= NSIG || signal_guard_thread.installing)
+	if (signal_guard_passes(sig))
 		return next(sig, act, old);
-	signal_guard_lock(&mask);
-	saved = signal_guard_save(sig);
-	if (act != NULL && signal_guard_wraps(act->sa_handler)) {
-		wrapped = *act;
-		if (act->sa_flags & SA_SIGINFO) {
-			__atomic_store_n(&signal_guard_info[sig], act->sa_sigaction,
-					 __ATOMIC_RELEASE);
-			wrapped.sa_sigaction = signal_guard_info_trampoline;
-		} else {
-			__atomic_store_n(&signal_guard_plain[sig], act->sa_handler,
-					 __ATOMIC_RELEASE);
-			wrapped.sa_handler = signal_guard_plain_trampoline;
-		}
-		act = &wrapped;
+	/* As libc's own: a bad act faults here, with the program's mask and
+	 * nothing held; a bad old below, once the action has changed. */
+	if (act != NULL) {
+		program = *act;
+		act = &program;
 	}
-	rc = next(sig, act, old);
-	error = errno;
-	if (rc != 0)
-		signal_guard_restore(sig, &saved);
-	else if (old != NULL)
-		old->sa_handler =
-		    (signal_guard_handler)signal_guard_unwrap((void *)old->sa_handler, &saved);
-	signal_guard_unlock(&mask);
-	errno = rc != 0 ? error : saved_errno;
-	return rc;
+	if (signal_guard_hold(sig)) {
+		if (act != NULL && signal_guard_wraps(program.sa_handler) &&
+		    !signal_guard_is_trampoline((const void *)program.sa_handler)) {
+			void *trampoline;
+			bool siginfo = (program.sa_flags & SA_SIGINFO) != 0;
+
+			wrapped = program;
+			trampoline =
+			    signal_guard_write_slot(sig, (void *)program.sa_handler, siginfo,
+						    (program.sa_flags & SA_NODEFER) != 0, &written);
+			if (siginfo)
+				wrapped.sa_sigaction = (signal_guard_info_handler)trampoline;
+			else
+				wrapped.sa_handler = (signal_guard_handler)trampoline;
+			act = &wrapped;
+		}
+		rc = next(sig, act, old != NULL ? &reported : NULL);
+		error = errno;
+		signal_guard_commit(sig, &written, rc == 0);
+		if (rc == 0 && old != NULL)
+			reported.sa_handler = (signal_guard_handler)signal_guard_unwrap_old(
+			    sig, (void *)reported.sa_handler, &written);
+		signal_guard_release(sig);
+	} else {
+		rc = next(sig, act, old != NULL ? &reported : NULL);
+		error = errno;
+		if (rc == 0 && old != NULL)
+			reported.sa_handler = (signal_guard_handler)signal_guard_unwrap(
+			    sig, (void *)reported.sa_handler);
+	}
+	if (rc != 0) {
+		errno = error;
+		return rc;
+	}
+	if (old != NULL)
+		*old = reported;
+	errno = saved_errno;
+	return 0;
+}
+
+/* sysv_signal's actions reset and do not block their signal (glibc). */
+static bool signal_guard_api_nodefer(enum signal_guard_api api)
+{
+	return api == SIGNAL_GUARD_SYSV_SIGNAL || api == SIGNAL_GUARD_SYSV_SIGNAL_INTERNAL;
 }
 
 signal_guard_handler signal_guard_signal(enum signal_guard_api api, int sig,
 					 signal_guard_handler handler)
 {
 	signal_guard_signal_fn next;
-	struct signal_guard_saved saved;
+	struct signal_guard_written written = { .wrote = false };
 	signal_guard_handler previous;
-	sigset_t mask;
 	int saved_errno = errno, error;
 
 	signal_guard_resolve_all();
@@ -276,21 +427,30 @@ signal_guard_handler signal_guard_signal(enum signal_guard_api api, int sig,
 		errno = ENOSYS;
 		return SIG_ERR;
 	}
-	if (sig <= 0 || sig >= NSIG || signal_guard_thread.installing)
+	if (signal_guard_passes(sig))
 		return next(sig, handler);
-	signal_guard_lock(&mask);
-	saved = signal_guard_save(sig);
-	if (signal_guard_wraps(handler)) {
-		__atomic_store_n(&signal_guard_plain[sig], handler, __ATOMIC_RELEASE);
-		handler = signal_guard_plain_trampoline;
+	if (!signal_guard_hold(sig)) {
+		/* Beside an install of the same signal: see the top of this file. */
+		previous = next(sig, handler);
+		error = errno;
+		if (previous == SIG_ERR) {
+			errno = error;
+			return SIG_ERR;
+		}
+		previous = (signal_guard_handler)signal_guard_unwrap(sig, (void *)previous);
+		errno = saved_errno;
+		return previous;
 	}
+	if (signal_guard_wraps(handler) && !signal_guard_is_trampoline((const void *)handler))
+		handler = (signal_guard_handler)signal_guard_write_slot(
+		    sig, (void *)handler, false, signal_guard_api_nodefer(api), &written);
 	previous = next(sig, handler);
 	error = errno;
-	if (previous == SIG_ERR)
-		signal_guard_restore(sig, &saved);
-	else
-		previous = (signal_guard_handler)signal_guard_unwrap((void *)previous, &saved);
-	signal_guard_unlock(&mask);
+	signal_guard_commit(sig, &written, previous != SIG_ERR);
+	if (previous != SIG_ERR)
+		previous =
+		    (signal_guard_handler)signal_guard_unwrap_old(sig, (void *)previous, &written);
+	signal_guard_release(sig);
 	errno = previous == SIG_ERR ? error : saved_errno;
 	return previous;
 }
@@ -321,11 +481,10 @@ signal_guard_handler signal_guard_sigset(int sig, signal_guard_handler dispositi
 	return sigismember(&before, sig) == 1 ? SIG_HOLD : old.sa_handler;
 }
 
-/* The look for foreign handlers alone: system calls, for every call. */
-static bool signal_guard_foreign_maybe(void)
+/* The look for foreign handlers, given the thread's mask: system calls. */
+static bool signal_guard_foreign_maybe(const sigset_t *blocked)
 {
 	signal_guard_sigaction_fn next = signal_guard_real_sigaction();
-	sigset_t blocked;
 	stack_t stack;
 
 	/* On the alternate stack, a handler runs: none of ours (the depth
@@ -334,12 +493,12 @@ static bool signal_guard_foreign_maybe(void)
 		return true;
 	/* A foreign handler runs with its signal blocked, unless SA_NODEFER:
 	 * that one cannot be told from a thread that blocks it. */
-	if (next == NULL || pthread_sigmask(SIG_BLOCK, NULL, &blocked) != 0)
+	if (next == NULL)
 		return true;
 	for (int sig = 1; sig < NSIG; sig++) {
 		struct sigaction action;
 
-		if (sigismember(&blocked, sig) != 1 || next(sig, NULL, &action) != 0)
+		if (sigismember(blocked, sig) != 1 || next(sig, NULL, &action) != 0)
 			continue;
 		if (signal_guard_wraps(action.sa_handler) &&
 		    !signal_guard_is_trampoline((const void *)action.sa_handler))
@@ -351,7 +510,8 @@ static bool signal_guard_foreign_maybe(void)
 /* Forgets the handlers this thread left by longjmp: a trampoline frame
  * below the caller's on the stack has returned or been jumped out of. A
  * frame on another stack (the alternate one) may lie anywhere: one above
- * the caller's is kept, which only makes the thread wait. */
+ * the caller's is kept, and so are frames beyond SIGNAL_GUARD_FRAMES: the
+ * look decides for those. */
 static void signal_guard_forget_left(uintptr_t here)
 {
 	struct signal_guard_thread *t = &signal_guard_thread;
@@ -362,25 +522,95 @@ static void signal_guard_forget_left(uintptr_t here)
 	t->depth = depth;
 }
 
+/* Forgets every handler this thread entered: none runs. */
+static void signal_guard_forget_all(void)
+{
+	struct signal_guard_thread *t = &signal_guard_thread;
+
+	t->depth = 0;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	t->running = 0;
+	t->nodefer = false;
+	t->depth_look_at_ns = 0;
+}
+
+/* libc's coarse monotonic clock, read without a system call (vDSO). */
+static uint64_t signal_guard_now_ns(void)
+{
+	struct timespec ts = { 0, 0 };
+
+	libc_clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Whether a handler entered through a trampoline may still run on this
+ * thread. The kernel blocks a handler's signal while it runs (unless
+ * SA_NODEFER, which this thread then waits on for ever), and siglongjmp
+ * to a sigsetjmp(env, 1) restores the mask: with none of the entered
+ * signals blocked, none of their handlers runs. A plain longjmp that
+ * leaves one blocked keeps the thread waiting, which is safe. */
+static bool signal_guard_entered_may_run(const sigset_t *blocked)
+{
+	uint64_t running = signal_guard_thread.running;
+
+	for (int sig = 1; sig < NSIG; sig++)
+		if ((running & signal_guard_bit(sig)) && sigismember(blocked, sig) == 1)
+			return true;
+	return false;
+}
+
 bool signal_guard_may_start(void)
 {
 	struct signal_guard_thread *t = &signal_guard_thread;
 	int saved_errno;
+	sigset_t blocked;
 	bool maybe;
 
 	if (t->depth > 0) {
 		signal_guard_forget_left((uintptr_t)__builtin_frame_address(0));
-		if (t->depth > 0)
+		if (t->depth == 0) {
+			signal_guard_forget_all();
+		} else if (t->nodefer) {
 			return false;
-	}
-	if (t->retry_countdown > 0) {
-		t->retry_countdown--;
-		return false;
+		}
+	} else if (t->depth_look_at_ns != 0) {
+		/* The handlers returned: a later one waits its own interval. */
+		t->depth_look_at_ns = 0;
 	}
 	saved_errno = errno;
-	maybe = signal_guard_foreign_maybe();
+	if (t->depth > 0) {
+		/* A handler runs, or one was left by longjmp: look only after
+		 * the interval from the first call that saw it, so that a
+		 * handler's own calls make no system call in their first
+		 * half-second. */
+		uint64_t now = signal_guard_now_ns();
+
+		if (t->depth_look_at_ns == 0)
+			t->depth_look_at_ns = now + SIGNAL_GUARD_LOOK_INTERVAL_NS;
+		if (now < t->depth_look_at_ns) {
+			errno = saved_errno;
+			return false;
+		}
+		t->depth_look_at_ns = now + SIGNAL_GUARD_LOOK_INTERVAL_NS;
+		if (pthread_sigmask(SIG_BLOCK, NULL, &blocked) != 0 ||
+		    signal_guard_entered_may_run(&blocked)) {
+			errno = saved_errno;
+			return false;
+		}
+		signal_guard_forget_all();
+	} else {
+		if (t->look_at_ns != 0 && signal_guard_now_ns() < t->look_at_ns) {
+			errno = saved_errno;
+			return false;
+		}
+		if (pthread_sigmask(SIG_BLOCK, NULL, &blocked) != 0) {
+			t->look_at_ns = signal_guard_now_ns() + SIGNAL_GUARD_LOOK_INTERVAL_NS;
+			errno = saved_errno;
+			return false;
+		}
+	}
+	maybe = signal_guard_foreign_maybe(&blocked);
+	t->look_at_ns = maybe ? signal_guard_now_ns() + SIGNAL_GUARD_LOOK_INTERVAL_NS : 0;
 	errno = saved_errno;
-	if (maybe)
-		t->retry_countdown = SIGNAL_GUARD_RETRY_CALLS;
 	return !maybe;
 }

@@ -15,19 +15,25 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-/* After a look for foreign handlers said "maybe", the thread's calls that
- * wait before it looks again: each look costs a few dozen system calls. */
-#define SIGNAL_GUARD_RETRY_CALLS 1000u
-/* Nested handlers whose frames are kept; deeper ones are never taken for
- * left (see signal_guard_may_start). */
+/* The least time between two looks of one thread (system calls): after a
+ * look that said "wait", and from the first call made while a handler
+ * seemed to run. Well under a second, so that the thread starts within a
+ * second of the first call outside every handler. */
+#define SIGNAL_GUARD_LOOK_INTERVAL_NS 500000000ull
+/* Nested handlers whose frames are kept; deeper ones are forgotten only by
+ * a look (see signal_guard_may_start). */
 #define SIGNAL_GUARD_FRAMES 8u
 
-/* One thread's handlers: how many run now, and where each one's trampoline
- * frame is. Initial-exec TLS: a handler may read it at any moment. */
+/* One thread's handlers: how many run now, where each one's trampoline
+ * frame is, and which signals they were entered for. Initial-exec TLS: a
+ * handler may read it at any moment. */
 struct signal_guard_thread {
 	unsigned depth;
-	unsigned retry_countdown;
-	bool installing; /* holds the install lock (see signal_guard_lock) */
+	bool nodefer;		   /* one of them ran with its signal unblocked */
+	uint64_t running;	   /* their signals, bit sig - 1; kept while depth > 0 */
+	uint64_t held;		   /* signals whose install this thread holds (fork) */
+	uint64_t look_at_ns;	   /* a look for foreign handlers is due (0: now) */
+	uint64_t depth_look_at_ns; /* a look with depth > 0 is due (0: not set) */
 	uintptr_t frames[SIGNAL_GUARD_FRAMES];
 };
 extern __thread struct signal_guard_thread signal_guard_thread
@@ -36,15 +42,17 @@ extern __thread struct signal_guard_thread signal_guard_thread
 /* Whether this thread may create a thread now: no handler installed through
  * the library runs on it, and none of the foreign ones seems to (a foreign
  * handler whose signal is blocked, or the alternate signal stack in use).
- * Makes no system call while a handler runs or while the countdown after a
- * "maybe" lasts; writes only this thread's state. A handler left by
- * longjmp is taken for left once the caller's frame lies above its
- * trampoline's; until then the thread only waits. errno is kept. */
+ * A handler left by longjmp is taken for left once the caller's frame lies
+ * above its trampoline's, or, failing that, once a look (one system call,
+ * at most every SIGNAL_GUARD_LOOK_INTERVAL_NS) finds none of the signals
+ * of the handlers entered blocked. Writes only this thread's state; errno
+ * is kept. */
 bool signal_guard_may_start(void);
 
 /* sigaction as the program sees it: a handler is installed behind the
  * trampoline with the caller's flags and mask exactly; the old action
- * reports the program's handler, never the trampoline. */
+ * reports the program's handler, never the trampoline. No lock, no wait,
+ * no system call of its own: see signal_guard.c. */
 int signal_guard_sigaction(int sig, const struct sigaction *act, struct sigaction *old);
 
 /* The functions that install a plain handler with libc's own flags and
@@ -63,5 +71,9 @@ signal_guard_handler signal_guard_signal(enum signal_guard_api api, int sig,
 /* sigset, made of signal_guard_sigaction and the thread's mask as libc
  * makes it: libc's would see the mask the install is made under. */
 signal_guard_handler signal_guard_sigset(int sig, signal_guard_handler disposition);
+
+/* In a fork child: an install another thread of the parent was making
+ * never ends here, so its signal is free again. */
+void signal_guard_after_fork_in_child(void);
 
 #endif
