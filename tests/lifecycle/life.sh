@@ -25,7 +25,8 @@ FASTTIME_FORCE=${FASTTIME_FORCE:-1}
 export FASTTIME_FORCE
 
 # Runs tests/lifecycle/NAME [ARGS] under libfasttime.so, with the tap behind
-# it (it counts what fasttime passes on to libc). Sanitizer builds: the
+# it (it counts what fasttime passes on to libc), and behind that whatever
+# $life_preload_after names. Sanitizer builds: the
 # preloaded library comes before the sanitizer's runtime, the fork test
 # starts a thread in a forked child on purpose, and ThreadSanitizer's pause
 # of a second at every process exit would trip the watchdogs of the tests
@@ -33,7 +34,7 @@ export FASTTIME_FORCE
 life_run() {
 	life_prog=$life_builddir/tests/lifecycle/$1
 	shift
-	LD_PRELOAD="$life_lib $life_tap" \
+	LD_PRELOAD="$life_lib $life_tap${life_preload_after:+ $life_preload_after}" \
 	ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0" \
 	TSAN_OPTIONS="${TSAN_OPTIONS:+$TSAN_OPTIONS:}die_after_fork=0:atexit_sleep_ms=0" \
 		"$life_prog" "$@"

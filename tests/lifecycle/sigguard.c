@@ -24,7 +24,16 @@
  * SA_RESETHAND, SA_NODEFER, return values and errno.
  *
  * "sigguard longjmp": a handler left by siglongjmp does not keep the
- * thread that left it from starting the refresh thread. */
+ * thread that left it from starting the refresh thread.
+ *
+ * "sigguard badptr": a bad act or old pointer given to sigaction faults
+ * with the program's own mask, as in libc's, so that the program's SIGSEGV
+ * handler recovers with siglongjmp; that signal's installs work afterwards.
+ *
+ * "sigguard probes": SIGSEGV probes left by siglongjmp before the first
+ * clock read (a garbage collector's or a JIT's): nine of them, more than
+ * the frames kept, or one taken on an alternate stack inside the caller's
+ * frame, above the frames of the later calls. The thread must start. */
 #include "config.h"
 
 #include <errno.h>
@@ -639,6 +648,190 @@ static void sigguard_longjmp(void)
 	life_say("a handler left by siglongjmp: the thread started afterwards");
 }
 
+/* --- bad pointers --- */
+
+static sigjmp_buf sigguard_fault_jump;
+static atomic_uint sigguard_faults;
+
+static void sigguard_fault_handler(int sig)
+{
+	(void)sig;
+	atomic_fetch_add(&sigguard_faults, 1);
+	siglongjmp(sigguard_fault_jump, 1);
+}
+
+/* An address no mapping holds: the first page. */
+static void *sigguard_bad_pointer(void)
+{
+	void *bad = (void *)16;
+
+	__asm__("" : "+r"(bad));
+	return bad;
+}
+
+/* Calls sigaction(sig, act, old) where one of them is bad; true when the
+ * SIGSEGV handler jumped back. */
+static bool sigguard_faulting_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+{
+	if (sigsetjmp(sigguard_fault_jump, 1) == 0) {
+		sigaction(sig, act, old);
+		return false;
+	}
+	return true;
+}
+
+static int sigguard_badptr_child(void)
+{
+	struct sigaction action;
+	unsigned faults;
+
+	alarm(SIGGUARD_CHILD_LIMIT_S);
+	sigguard_install(SIGSEGV, sigguard_fault_handler, 0, 0);
+	sigguard_install(SIGBUS, sigguard_fault_handler, 0, 0);
+	/* A bad act: nothing changes. */
+	if (!sigguard_faulting_sigaction(SIGUSR1, sigguard_bad_pointer(), NULL))
+		return 3;
+	faults = atomic_load(&sigguard_faults);
+	/* A bad old: the action changes, then the copy faults. */
+	memset(&action, 0, sizeof action);
+	action.sa_handler = sigguard_plain_a;
+	sigemptyset(&action.sa_mask);
+	if (!sigguard_faulting_sigaction(SIGUSR1, &action, sigguard_bad_pointer()))
+		return 4;
+	if (atomic_load(&sigguard_faults) != faults + 1)
+		return 5;
+	/* The action the bad old came with is in place, behind the trampoline. */
+	SIGGUARD_EXPECT(sigguard_kernel_handler(SIGUSR1) != (void *)sigguard_plain_a);
+	raise(SIGUSR1);
+	SIGGUARD_EXPECT(atomic_load(&sigguard_plain_calls) == 1);
+	/* Installs of the signal work as before. */
+	sigguard_install(SIGUSR1, sigguard_plain_b, 0, 0);
+	SIGGUARD_EXPECT(sigguard_kernel_handler(SIGUSR1) != (void *)sigguard_plain_b);
+	SIGGUARD_EXPECT(signal(SIGUSR1, sigguard_plain_a) == sigguard_plain_b);
+	raise(SIGUSR1);
+	SIGGUARD_EXPECT(atomic_load(&sigguard_plain_calls) == 2);
+	/* And so do SIGSEGV's own, faulted in twice. */
+	SIGGUARD_EXPECT(signal(SIGSEGV, SIG_DFL) == sigguard_fault_handler);
+	return 0;
+}
+
+static void sigguard_badptr(void)
+{
+	static const char *const why[] = {
+		[3] = "a bad act pointer did not fault",
+		[4] = "a bad old pointer did not fault",
+		[5] = "the faults were not handled once each",
+	};
+	pid_t pid = sigguard_fork();
+	int status;
+
+	if (pid == 0)
+		_exit(sigguard_badptr_child());
+	status = life_wait_child(pid, SIGGUARD_CHILD_LIMIT_S + 5);
+	if (WIFSIGNALED(status))
+		life_fail("a bad pointer to sigaction killed the program (%s): its SIGSEGV handler "
+			  "could not run",
+			  strsignal(WTERMSIG(status)));
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+		life_fail("child status 0x%x (%s)", status,
+			  WIFEXITED(status) && WEXITSTATUS(status) < 6 && why[WEXITSTATUS(status)]
+			      ? why[WEXITSTATUS(status)]
+			      : "failed");
+	life_say("bad act and old pointers: the program's SIGSEGV handler recovered, and the "
+		 "signal's installs work");
+}
+
+/* --- probes left by siglongjmp --- */
+
+static sigjmp_buf sigguard_probe_jump;
+
+static void sigguard_probe_handler(int sig)
+{
+	(void)sig;
+	siglongjmp(sigguard_probe_jump, 1);
+}
+
+/* Touches the first page, as a probe of an address does; true when the
+ * handler jumped back. */
+static __attribute__((noinline)) bool sigguard_probe(void)
+{
+	if (sigsetjmp(sigguard_probe_jump, 1) == 0) {
+		*(volatile char *)sigguard_bad_pointer() = 1;
+		return false;
+	}
+	return true;
+}
+
+/* Reads the clock from a frame below the caller's until the refresh thread
+ * runs, for up to 5 s; true when it does. */
+static __attribute__((noinline)) bool sigguard_thread_follows(void)
+{
+	for (int i = 0; i < 500; i++) {
+		life_mono_ns();
+		if (life_threads_named("fasttime") == 1)
+			return true;
+		life_sleep_ms(10);
+	}
+	return false;
+}
+
+/* probes SIGSEGV probes, on an alternate stack in this frame if asked. */
+static int sigguard_probes_child(unsigned probes, bool on_alternate_stack)
+{
+	char alternate[64 * 1024] __attribute__((aligned(16)));
+	stack_t stack = { .ss_sp = alternate, .ss_size = sizeof alternate };
+
+	alarm(SIGGUARD_CHILD_LIMIT_S);
+	if (on_alternate_stack && sigaltstack(&stack, NULL) != 0)
+		return 2;
+	sigguard_install(SIGSEGV, sigguard_probe_handler, on_alternate_stack ? SA_ONSTACK : 0, 0);
+	for (unsigned i = 0; i < probes; i++)
+		if (!sigguard_probe())
+			return 2;
+	if (life_threads_named("fasttime") != 0)
+		return 3;
+	return sigguard_thread_follows() ? 0 : 4;
+}
+
+static void sigguard_probes(void)
+{
+	static const struct {
+		unsigned probes;
+		bool on_alternate_stack;
+		const char *what;
+	} runs[] = {
+		{ 9, false, "nine SIGSEGV probes left by siglongjmp" },
+		{ 1, true,
+		  "a SIGSEGV probe left by siglongjmp from an alternate stack in main's "
+		  "frame" },
+	};
+
+	unsigned failed = 0;
+
+	/* Each run says how it went: both are worth knowing. */
+	for (unsigned r = 0; r < sizeof runs / sizeof runs[0]; r++) {
+		pid_t pid = sigguard_fork();
+		int status;
+
+		if (pid == 0)
+			_exit(sigguard_probes_child(runs[r].probes, runs[r].on_alternate_stack));
+		status = life_wait_child(pid, SIGGUARD_CHILD_LIMIT_S + 5);
+		if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+			life_say("%s: the refresh thread started after them", runs[r].what);
+			continue;
+		}
+		failed++;
+		if (WIFEXITED(status) && WEXITSTATUS(status) == 4)
+			life_say("%s: no refresh thread 5 s after the first clock read",
+				 runs[r].what);
+		else
+			life_say("%s: child status 0x%x", runs[r].what, status);
+	}
+	if (failed != 0)
+		life_fail("%u of %u runs without a refresh thread", failed,
+			  (unsigned)(sizeof runs / sizeof runs[0]));
+}
+
 int main(int argc, char **argv)
 {
 	const char *what = argc > 1 ? argv[1] : "";
@@ -662,8 +855,15 @@ int main(int argc, char **argv)
 	} else if (strcmp(what, "longjmp") == 0) {
 		life_watchdog(60);
 		sigguard_longjmp();
+	} else if (strcmp(what, "badptr") == 0) {
+		life_watchdog(60);
+		sigguard_badptr();
+	} else if (strcmp(what, "probes") == 0) {
+		life_watchdog(60);
+		sigguard_probes();
 	} else {
-		life_fail("usage: sigguard workers|nodefer|resethand|nosyscall|semantics|longjmp");
+		life_fail("usage: sigguard "
+			  "workers|nodefer|resethand|nosyscall|semantics|longjmp|badptr|probes");
 	}
 	return 0;
 }
