@@ -13,11 +13,10 @@
  * thread, and the main flow's first call afterwards must.
  *
  * "sigguard nosyscall": while the start is put off, a pass-through makes no
- * system call. A child installs a seccomp filter that kills it on any
- * system call but the clock's, write, exit_group and rt_sigreturn, then
- * calls the four functions many times: inside a handler ("handler"), and
- * in the main flow while a handler the library did not install has its
- * signal blocked ("foreign").
+ * system call (until the library's next look, 500 ms on). A child installs a seccomp filter that
+ * kills it on any system call but the clock's, write, exit_group and rt_sigreturn, then calls the
+ * four functions many times: inside a handler ("handler"), and in the main flow while a handler the
+ * library did not install has its signal blocked ("foreign").
  *
  * "sigguard semantics": the interposed sigaction, signal, sysv_signal and
  * sigset behave as libc's: old actions, flags, masks, SA_SIGINFO,
@@ -330,7 +329,8 @@ static void sigguard_nosyscall_handler(int sig)
 	if (!sigguard_seccomp())
 		_exit(SIGGUARD_NO_SECCOMP);
 	/* Beyond the 1000 calls after which the shared countdown of old asked
-	 * the kernel again. */
+	 * the kernel again; a few milliseconds, well within the 500 ms after
+	 * the handler's first call in which the library makes no look. */
 	if (!sigguard_call_all(5000))
 		sigguard_exit(SIGGUARD_CALL_FAILED);
 	debug_write_line("sigguard: nosyscall: 25000 calls in a handler under seccomp\n");
@@ -374,7 +374,7 @@ static int sigguard_nosyscall_child(bool foreign)
 		sigset_t usr2;
 
 		/* A foreign handler whose signal is blocked: the first call puts
-		 * the start off and looks again only after 1000 calls. */
+		 * the start off and looks again only 500 ms later. */
 		if (!sigguard_install_foreign(SIGUSR2))
 			return 2;
 		sigemptyset(&usr2);
@@ -384,7 +384,7 @@ static int sigguard_nosyscall_child(bool foreign)
 			return SIGGUARD_CALL_FAILED;
 		if (!sigguard_seccomp())
 			return SIGGUARD_NO_SECCOMP;
-		/* 900 calls more, fewer than the 1000 after which the thread
+		/* 900 calls more, a millisecond or so: well before the thread
 		 * asks the kernel again, whichever of them check the start. */
 		if (!sigguard_call_all(180))
 			sigguard_exit(SIGGUARD_CALL_FAILED);
