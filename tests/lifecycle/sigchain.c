@@ -21,8 +21,8 @@
  * Skips without CAP_SYS_NICE.
  *
  * "sigchain syscalls": installs and queries through sigaction and signal()
- * make no call of the library's own to the signal mask, the pid or the
- * alternate stack, and one call each to the next function. */
+ * make no call of the library's own to the signal mask or the pid, and one
+ * call each to the next function. */
 #define _GNU_SOURCE
 #include "config.h"
 
@@ -43,7 +43,7 @@
 
 /* As tests/lifecycle/sigshim.c counts. */
 struct sigchain_counts {
-	uint64_t sigaction, signal, sigmask, getpid, sigaltstack;
+	uint64_t sigaction, signal, sigmask, getpid;
 };
 
 /* The shim's controls, found at start. */
@@ -344,17 +344,19 @@ static void sigchain_syscalls(void)
 	}
 	sigchain_get_counts(&after);
 	printf("sigchain: %u sigaction and %u signal() calls: %llu and %llu reached the next "
-	       "functions; the library made %llu signal-mask, %llu getpid and %llu sigaltstack "
-	       "calls\n",
+	       "functions; the library made %llu signal-mask and %llu getpid calls\n",
 	       sigactions, signals, (unsigned long long)(after.sigaction - before.sigaction),
 	       (unsigned long long)(after.signal - before.signal),
 	       (unsigned long long)(after.sigmask - before.sigmask),
-	       (unsigned long long)(after.getpid - before.getpid),
-	       (unsigned long long)(after.sigaltstack - before.sigaltstack));
-	if (after.sigmask != before.sigmask || after.getpid != before.getpid ||
-	    after.sigaltstack != before.sigaltstack)
+	       (unsigned long long)(after.getpid - before.getpid));
+	if (after.sigmask != before.sigmask || after.getpid != before.getpid)
 		life_fail("installs and queries made calls of the library's own that are system "
 			  "calls");
+#ifdef __SANITIZE_THREAD__
+	/* ThreadSanitizer's signal() calls the exported sigaction, with or
+	 * without the library: one more each. */
+	sigactions += signals;
+#endif
 	if (after.sigaction - before.sigaction != sigactions ||
 	    after.signal - before.signal != signals)
 		life_fail("installs and queries did not call the next function once each");

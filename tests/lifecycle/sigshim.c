@@ -7,8 +7,9 @@
  * first sigaction or signal() for that signal until the test opens it, or
  * for 10 s at most (then it says so: a test that needed it opened failed).
  * It also counts, per thread, the calls that reach it and the library's
- * calls that would be system calls of its own (the signal mask, the pid,
- * the alternate stack). */
+ * calls that would be system calls of its own (the signal mask, the pid).
+ * Not sigaltstack: ThreadSanitizer's runtime calls it before it can run
+ * instrumented code such as ours. */
 #include "config.h"
 
 #include <dlfcn.h>
@@ -31,7 +32,6 @@ struct sigshim_counts {
 	uint64_t signal;    /* signal() calls */
 	uint64_t sigmask;   /* pthread_sigmask and sigprocmask */
 	uint64_t getpid;
-	uint64_t sigaltstack;
 };
 
 static __thread struct sigshim_counts sigshim_counts __attribute__((tls_model("initial-exec")));
@@ -55,7 +55,7 @@ static void *sigshim_next(void **slot, const char *name)
 }
 
 static void *sigshim_sigaction_next, *sigshim_signal_next, *sigshim_pthread_sigmask_next,
-    *sigshim_sigprocmask_next, *sigshim_getpid_next, *sigshim_sigaltstack_next;
+    *sigshim_sigprocmask_next, *sigshim_getpid_next;
 
 /* The gate: the signal it waits for (0: none), whether a call is inside,
  * whether it is open, and whether a held call gave up waiting. */
@@ -173,13 +173,4 @@ SIGSHIM_EXPORT pid_t getpid(void)
 
 	sigshim_counts.getpid++;
 	return next();
-}
-
-SIGSHIM_EXPORT int sigaltstack(const stack_t *stack, stack_t *old)
-{
-	int (*next)(const stack_t *, stack_t *) = (int (*)(const stack_t *, stack_t *))sigshim_next(
-	    &sigshim_sigaltstack_next, "sigaltstack");
-
-	sigshim_counts.sigaltstack++;
-	return next(stack, old);
 }
