@@ -18,6 +18,7 @@
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -173,4 +174,40 @@ SIGSHIM_EXPORT pid_t getpid(void)
 
 	sigshim_counts.getpid++;
 	return next();
+}
+
+/* With SIGSHIM_INSTALLER=1, a thread that installs SIGWINCH handlers for
+ * up to 3 s from the start of the process, as a native library loaded into
+ * a JVM may while the JVM installs its own (sigchain-jvm.test). */
+static void sigshim_installer_handler(int sig)
+{
+	(void)sig;
+}
+
+static void *sigshim_installer_main(void *arg)
+{
+	uint64_t start = sigshim_now_ns();
+
+	(void)arg;
+	while (sigshim_now_ns() - start < 3000000000ull) {
+		struct sigaction action;
+
+		/* The program's own functions: the library's, then libjsig's. */
+		signal(SIGWINCH, sigshim_installer_handler);
+		action.sa_handler = SIG_DFL;
+		sigemptyset(&action.sa_mask);
+		action.sa_flags = 0;
+		sigaction(SIGWINCH, &action, NULL);
+	}
+	return NULL;
+}
+
+__attribute__((constructor)) static void sigshim_init(void)
+{
+	const char *installer = getenv("SIGSHIM_INSTALLER");
+	pthread_t thread;
+
+	if (installer != NULL && installer[0] == '1' &&
+	    pthread_create(&thread, NULL, sigshim_installer_main, NULL) == 0)
+		pthread_detach(thread);
 }
