@@ -136,6 +136,10 @@ static inline struct signal_guard_entry signal_guard_enter(int sig, unsigned slo
 	struct signal_guard_thread *t = &signal_guard_thread;
 	struct signal_guard_entry entry = { t->depth, t->nodefer, t->running };
 
+	/* The first handler of a thread that seemed to run none: its own
+	 * calls wait a whole interval before any look. */
+	if (entry.depth == 0)
+		t->depth_look_at_ns = 0;
 	t->running = entry.running | signal_guard_bit(sig);
 	t->nodefer =
 	    entry.nodefer || __atomic_load_n(&signal_guard_nodefer[slot][sig], __ATOMIC_RELAXED);
