@@ -26,6 +26,7 @@
 #include "clock.h"
 #include "debug.h"
 #include "libc.h"
+#include "sandbox.h"
 #include "signal_guard.h"
 #include "table.h"
 
@@ -902,6 +903,14 @@ void refresh_start(void)
 			return;
 		}
 		refresh_has_unjoined = false;
+	}
+	/* Never under a seccomp filter the program installed behind our
+	 * interposers: creating the thread may be what it kills. */
+	if (!sandbox_thread_allowed()) {
+		debug_log("a seccomp filter was installed: not starting; answering with libc");
+		refresh_set_state(REFRESH_OFF);
+		errno = saved_errno;
+		return;
 	}
 	__atomic_fetch_and(&table_shared.api_flags, ~(uint32_t)CLOCK_START_PENDING,
 			   __ATOMIC_RELEASE);
