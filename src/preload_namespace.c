@@ -20,7 +20,6 @@
 #include <unistd.h>
 
 #include "refresh.h"
-#include "signal_guard.h"
 
 #define PRELOAD_NAMESPACE_EXPORT __attribute__((visibility("default")))
 
@@ -88,7 +87,7 @@ static bool preload_namespace_may_retry(int rc)
  * that fails as if it were still there is retried, in ns (0: not at all). */
 static uint64_t preload_namespace_stop_thread(void)
 {
-	switch (refresh_stop(REFRESH_STOP_RESTART, signal_guard_may_start())) {
+	switch (refresh_stop(REFRESH_STOP_RESTART)) {
 	case REFRESH_STOPPED_JOINED: return PRELOAD_NAMESPACE_JOINED_WAIT_NS;
 	case REFRESH_STOPPED_ASKED: return REFRESH_STOP_WAIT_NS;
 	case REFRESH_STOPPED_NONE: break;

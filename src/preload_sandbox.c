@@ -22,7 +22,6 @@
 #include <sys/syscall.h>
 
 #include "refresh.h"
-#include "signal_guard.h"
 
 #define PRELOAD_SANDBOX_EXPORT	__attribute__((visibility("default")))
 #define PRELOAD_SANDBOX_STR(x)	#x
@@ -174,7 +173,7 @@ static preload_sandbox_prctl_fn preload_sandbox_prctl_next(void)
  * unless this may be a signal handler (refresh_stop). */
 static void preload_sandbox_before_install(void)
 {
-	refresh_stop(REFRESH_STOP_FOR_GOOD, signal_guard_may_start());
+	refresh_stop(REFRESH_STOP_FOR_GOOD);
 }
 
 long preload_sandbox_seccomp(long number, long op, long a2, long a3, long a4, long a5, long a6)

@@ -1004,14 +1004,20 @@ static bool refresh_claim_stop(enum refresh_stop_kind kind, bool may_join)
 	}
 }
 
-enum refresh_stopped refresh_stop(enum refresh_stop_kind kind, bool may_join)
+enum refresh_stopped refresh_stop(enum refresh_stop_kind kind)
 {
 	int saved_errno = errno;
 	enum refresh_stopped stopped = REFRESH_STOPPED_ASKED;
+	bool may_join;
 
 	/* getpid is a system call: only where the library could be on. */
 	if (__atomic_load_n(&refresh_state, __ATOMIC_ACQUIRE) == REFRESH_OFF ||
-	    getpid() != refresh_owner_pid || !refresh_claim_stop(kind, may_join)) {
+	    getpid() != refresh_owner_pid) {
+		errno = saved_errno;
+		return REFRESH_STOPPED_NONE;
+	}
+	may_join = signal_guard_may_start();
+	if (!refresh_claim_stop(kind, may_join)) {
 		errno = saved_errno;
 		return REFRESH_STOPPED_NONE;
 	}

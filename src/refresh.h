@@ -96,14 +96,14 @@ enum refresh_stopped {
 	REFRESH_STOPPED_ASKED,	/* it ran, and was asked to end, not waited for */
 };
 /* Stops the refresh thread of this process, for a program that needs to be
- * alone in it or that installs a seccomp filter. Waits for it (joins) only
- * when may_join (never in a signal handler: the thread's exit may need a
- * lock the interrupted code holds) and up to REFRESH_STOP_WAIT_NS; a thread
- * not joined ends on its own soon after, and a later start joins it first.
- * Nothing happens in a process that shares the library's memory without
- * being the one the thread runs in (a vfork or CLONE_VM child). errno is
- * kept. */
-enum refresh_stopped refresh_stop(enum refresh_stop_kind kind, bool may_join);
+ * alone in it or that installs a seccomp filter. Waits for it (joins) up to
+ * REFRESH_STOP_WAIT_NS, but never where signal_guard_may_start says this
+ * may be a signal handler: the thread's exit may need a lock the
+ * interrupted code holds. A thread not joined ends on its own soon after,
+ * and a later start joins it first. Nothing happens, and nothing is
+ * written, in a process that shares the library's memory without being the
+ * one the thread runs in (a vfork or CLONE_VM child). errno is kept. */
+enum refresh_stopped refresh_stop(enum refresh_stop_kind kind);
 
 /* The check every slow call makes: one load, and a call only the first time. */
 static inline void refresh_ensure_started(void)

@@ -65,10 +65,10 @@ START_TEST(test_refresh_stop_without_thread)
 	struct settings on = refresh_test_settings(false);
 
 	refresh_configure(&on);
-	ck_assert_int_eq(refresh_stop(REFRESH_STOP_RESTART, true), REFRESH_STOPPED_NONE);
+	ck_assert_int_eq(refresh_stop(REFRESH_STOP_RESTART), REFRESH_STOPPED_NONE);
 	ck_assert_int_eq(refresh_state, REFRESH_IDLE);
 	ck_assert(refresh_test_pending());
-	ck_assert_int_eq(refresh_stop(REFRESH_STOP_FOR_GOOD, true), REFRESH_STOPPED_NONE);
+	ck_assert_int_eq(refresh_stop(REFRESH_STOP_FOR_GOOD), REFRESH_STOPPED_NONE);
 	ck_assert_int_eq(refresh_state, REFRESH_OFF);
 	ck_assert(!refresh_test_pending());
 	refresh_start();
