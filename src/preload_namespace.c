@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "debug.h"
 #include "refresh.h"
 
 #define PRELOAD_NAMESPACE_EXPORT __attribute__((visibility("default")))
@@ -95,6 +96,17 @@ static uint64_t preload_namespace_stop_thread(void)
 	return 0;
 }
 
+/* For FASTTIME_DEBUG: how long the kernel still counted the thread. */
+static void preload_namespace_note(const char *call, int rc, uint64_t waited)
+{
+	int saved_errno = errno;
+
+	if (waited > 0)
+		debug_log("%s %s after %llu us of retries", call, rc == 0 ? "succeeded" : "failed",
+			  (unsigned long long)(waited / 1000u));
+	errno = saved_errno;
+}
+
 /* Sleeps *pause_ns and doubles it, up to the maximum; returns the time
  * slept. nanosleep: safe in a signal handler. */
 static uint64_t preload_namespace_pause(uint64_t *pause_ns)
@@ -123,6 +135,7 @@ PRELOAD_NAMESPACE_EXPORT int unshare(int flags)
 		waited += preload_namespace_pause(&pause);
 		rc = next(flags);
 	}
+	preload_namespace_note("unshare", rc, waited);
 	return rc;
 }
 
@@ -140,5 +153,6 @@ PRELOAD_NAMESPACE_EXPORT int setns(int fd, int nstype)
 		waited += preload_namespace_pause(&pause);
 		rc = next(fd, nstype);
 	}
+	preload_namespace_note("setns", rc, waited);
 	return rc;
 }
