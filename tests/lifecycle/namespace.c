@@ -3,6 +3,9 @@
  *   unshare-user  unshare(CLONE_NEWUSER)
  *   setns-mnt     setns into its own mount namespace, opened at the start
  *   setns-user    setns into a user namespace a helper child made
+ *   unshare-user-handler  unshare(CLONE_NEWUSER) from a signal handler,
+ *                 where the library may not join its thread: it asks it
+ *                 to stop and retries until it has gone
  * The call must succeed as it does natively, the clock must still read
  * right after it, and the thread must start again at the reads that follow
  * (within a bounded wait). With "native" before the case, the program runs
@@ -71,7 +74,7 @@ static bool namespace_prepare(const char *name, struct namespace_case *c)
 
 	c->fd = -1;
 	c->helper = -1;
-	if (strcmp(name, "unshare-user") == 0)
+	if (strcmp(name, "unshare-user") == 0 || strcmp(name, "unshare-user-handler") == 0)
 		return true;
 	if (strcmp(name, "setns-mnt") == 0) {
 		c->fd = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
@@ -91,10 +94,39 @@ static bool namespace_prepare(const char *name, struct namespace_case *c)
 	exit(99);
 }
 
+static volatile sig_atomic_t namespace_handler_rc, namespace_handler_errno;
+
+static void namespace_handler(int sig)
+{
+	int saved_errno = errno;
+
+	(void)sig;
+	namespace_handler_rc = unshare(CLONE_NEWUSER);
+	namespace_handler_errno = errno;
+	errno = saved_errno;
+}
+
+/* The call from a handler installed through sigaction (so the library
+ * knows it runs one), raised on this thread. */
+static int namespace_enter_in_handler(void)
+{
+	struct sigaction action = { .sa_handler = namespace_handler };
+
+	sigemptyset(&action.sa_mask);
+	namespace_handler_rc = 1;
+	if (sigaction(SIGUSR1, &action, NULL) != 0 || raise(SIGUSR1) != 0 ||
+	    namespace_handler_rc == 1)
+		return -1;
+	errno = namespace_handler_errno;
+	return namespace_handler_rc;
+}
+
 static int namespace_enter(const char *name, const struct namespace_case *c)
 {
 	if (strcmp(name, "unshare-user") == 0)
 		return unshare(CLONE_NEWUSER);
+	if (strcmp(name, "unshare-user-handler") == 0)
+		return namespace_enter_in_handler();
 	if (strcmp(name, "setns-mnt") == 0)
 		return setns(c->fd, CLONE_NEWNS);
 	return setns(c->fd, CLONE_NEWUSER);
