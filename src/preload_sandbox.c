@@ -26,6 +26,15 @@
 #define PRELOAD_SANDBOX_EXPORT	__attribute__((visibility("default")))
 #define PRELOAD_SANDBOX_STR(x)	#x
 #define PRELOAD_SANDBOX_XSTR(x) PRELOAD_SANDBOX_STR(x)
+/* Built with -fcf-protection, the library says it is ready for indirect
+ * branch tracking: every place reached by an indirect jump (syscall from
+ * the program's PLT, the stub from the pointer) must then begin with an
+ * endbr64, or the CPU faults there where the kernel enforces it. */
+#if defined(__CET__) && (__CET__ & 1)
+#define PRELOAD_SANDBOX_BRANCH_TARGET "	endbr64\n"
+#else
+#define PRELOAD_SANDBOX_BRANCH_TARGET ""
+#endif
 
 typedef long (*preload_sandbox_syscall_fn)(long, ...);
 typedef int (*preload_sandbox_prctl_fn)(int, ...);
@@ -48,8 +57,7 @@ __asm__(".text\n"
 	".globl syscall\n"
 	".type syscall, @function\n"
 	"syscall:\n"
-	".cfi_startproc\n"
-	"	cmpq $" PRELOAD_SANDBOX_XSTR(
+	".cfi_startproc\n" PRELOAD_SANDBOX_BRANCH_TARGET "	cmpq $" PRELOAD_SANDBOX_XSTR(
 	    SYS_seccomp) ", %rdi\n"
 			 "	je preload_sandbox_seccomp\n"
 			 "	jmp *preload_sandbox_next_syscall(%rip)\n"
@@ -58,8 +66,7 @@ __asm__(".text\n"
 			 "\n"
 			 ".type preload_sandbox_syscall_unresolved, @function\n"
 			 "preload_sandbox_syscall_unresolved:\n"
-			 ".cfi_startproc\n"
-			 "	pushq %rdi\n"
+			 ".cfi_startproc\n" PRELOAD_SANDBOX_BRANCH_TARGET "	pushq %rdi\n"
 			 "	.cfi_adjust_cfa_offset 8\n"
 			 "	pushq %rsi\n"
 			 "	.cfi_adjust_cfa_offset 8\n"
