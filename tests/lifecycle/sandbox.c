@@ -228,6 +228,9 @@ int main(int argc, char **argv)
 	if (WIFSIGNALED(status))
 		life_fail("%s: child killed by signal %d (%s)", mode, WTERMSIG(status),
 			  strsignal(WTERMSIG(status)));
+	/* The child said why it skipped (tsync: the library chose libc). */
+	if (WIFEXITED(status) && WEXITSTATUS(status) == LIFE_EXIT_SKIP)
+		exit(LIFE_EXIT_SKIP);
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
 		life_fail("%s: child exited with %d", mode, WEXITSTATUS(status));
 	if (strcmp(mode, "sshd") == 0) {
