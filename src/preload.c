@@ -16,6 +16,7 @@
 #include "debug.h"
 #include "libc.h"
 #include "refresh.h"
+#include "sandbox.h"
 #include "settings.h"
 #include "watch.h"
 
@@ -54,7 +55,9 @@ static void preload_after_fork_in_child(void)
 /* Cheap facts only: no thread, no file descriptor, no waiting, no CPUID
  * (under a hypervisor each one is a VM exit) and no symbol lookup: all of
  * that is paid by every process start, even one that never reads the
- * clock. libc's functions are looked up by the first call that needs one;
+ * clock. Two system calls of well under a microsecond: getpid (whose
+ * process the library's memory is) and prctl(PR_GET_SECCOMP) (sandbox.h).
+ * libc's functions are looked up by the first call that needs one;
  * the refresh thread checks the processor and the kernel when it starts. */
 __attribute__((constructor)) static void preload_init(void)
 {
@@ -66,6 +69,8 @@ __attribute__((constructor)) static void preload_init(void)
 	if (!settings.disabled) {
 		/* Before any reader: the offset is written once. */
 		cpu_rseq_init();
+		/* Before the program can install a filter of its own. */
+		sandbox_record();
 		pthread_atfork(NULL, NULL, preload_after_fork_in_child);
 	}
 	refresh_configure(&settings);

@@ -12,6 +12,7 @@
 #include "refresh.h"
 
 #include <errno.h>
+#include <linux/futex.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -25,6 +26,7 @@
 #include "clock.h"
 #include "debug.h"
 #include "libc.h"
+#include "sandbox.h"
 #include "signal_guard.h"
 #include "table.h"
 
@@ -44,6 +46,20 @@ static uint32_t *refresh_process_mark;
 #ifndef MADV_WIPEONFORK
 #define MADV_WIPEONFORK 18 /* Linux 4.14; older C library headers lack it */
 #endif
+/* The thread while the state is RUNNING or STOPPING: joinable, so that a
+ * program about to need one thread (unshare, setns) or to install a
+ * seccomp filter can wait until it has gone (refresh_stop). */
+static pthread_t refresh_thread;
+/* A thread asked to stop and not joined (in a signal handler, or it
+ * outlasted the wait): the next start joins it first. */
+static pthread_t refresh_unjoined_thread;
+static bool refresh_has_unjoined;
+/* 0 while the thread may run; an enum refresh_stop_kind once asked to
+ * stop. The thread sleeps on this word (a futex), so a stop wakes it. */
+static uint32_t refresh_stop_word;
+/* The process the library's memory belongs to: the constructor's, then
+ * each fork child's. A vfork child shares the memory and is not it. */
+static pid_t refresh_owner_pid;
 static uint64_t refresh_configured_interval_ns = SETTINGS_DEFAULT_INTERVAL_MS * 1000000ull;
 static bool refresh_relaxed;
 static bool refresh_force_fast;
@@ -135,6 +151,7 @@ void refresh_configure(const struct settings *settings)
 	refresh_configured_interval_ns = (uint64_t)settings->interval_ms * 1000000ull;
 	refresh_relaxed = settings->relaxed;
 	refresh_force_fast = settings->force;
+	refresh_owner_pid = getpid();
 	refresh_set_state(settings->disabled ? REFRESH_OFF : REFRESH_IDLE);
 }
 
@@ -624,22 +641,32 @@ static const char *refresh_recheck_kernel(void)
 				   refresh_tsc_offered_at_start && !facts->kernel_offers_tsc);
 }
 
+static bool refresh_stop_asked(void)
+{
+	return __atomic_load_n(&refresh_stop_word, __ATOMIC_ACQUIRE) != 0;
+}
+
 /* Sleeps until deadline_ns on the monotonic clock as the library reads it
- * (libc's function, or whatever is preloaded beneath it): the sleep is
- * relative, so that a clock read through another path than the kernel's
- * timers (a test's fake clock, moved ahead) cannot lengthen it. */
+ * (libc's function, or whatever is preloaded beneath it), or until a stop
+ * is asked: the thread waits on the stop word, which refresh_stop sets and
+ * wakes. The timeout is relative (futex measures it on CLOCK_MONOTONIC), so
+ * that a clock read through another path than the kernel's timers (a
+ * test's fake clock, moved ahead) cannot lengthen it. */
 static void refresh_sleep_until(uint64_t deadline_ns)
 {
 	for (;;) {
 		uint64_t now = refresh_mono_ns(), left;
 		struct timespec span;
 
-		if (now >= deadline_ns)
+		if (now >= deadline_ns || refresh_stop_asked())
 			return;
 		left = deadline_ns - now;
 		span.tv_sec = (time_t)(left / CLOCK_NS_PER_SEC);
 		span.tv_nsec = (long)(left % CLOCK_NS_PER_SEC);
-		if (clock_nanosleep(CLOCK_MONOTONIC, 0, &span, NULL) != EINTR)
+		/* Woken, interrupted or refused (the word is set): look again. */
+		if (syscall(SYS_futex, &refresh_stop_word, FUTEX_WAIT_PRIVATE, 0, &span, NULL, 0) !=
+			0 &&
+		    errno == ETIMEDOUT)
 			return;
 	}
 }
@@ -727,6 +754,8 @@ static void refresh_wait(uint64_t deadline_ns)
 			return;
 		refresh_sleep_until(deadline_ns - now < WATCH_PERIOD_NS ? deadline_ns
 									: now + WATCH_PERIOD_NS);
+		if (refresh_stop_asked())
+			return;
 		if (refresh_mono_ns() < deadline_ns && refresh_watch_look())
 			return;
 	}
@@ -772,6 +801,36 @@ static void refresh_own_scheduling(void)
 	setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 0);
 }
 
+/* The thread ends on its own (the fast path cannot run here): nobody will
+ * join it, unless a stopper already waits for it. */
+static void refresh_quit(void)
+{
+	int state = __atomic_load_n(&refresh_state, __ATOMIC_ACQUIRE);
+
+	while (state == REFRESH_RUNNING || state == REFRESH_STARTING) {
+		if (__atomic_compare_exchange_n(&refresh_state, &state, REFRESH_OFF, false,
+						__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+			refresh_set_state(REFRESH_OFF);
+			pthread_detach(pthread_self());
+			return;
+		}
+	}
+}
+
+/* The thread was asked to stop: for good, the lines stop answering now
+ * (readers go to libc, clamped where they had answers from the counter);
+ * for a restart, they answer until they go stale, as in a fork child, and
+ * the next thread continues them. */
+static void refresh_stopped(void)
+{
+	if (__atomic_load_n(&refresh_stop_word, __ATOMIC_ACQUIRE) != REFRESH_STOP_FOR_GOOD)
+		return;
+	__atomic_store_n(&table_shared.api_flags,
+			 refresh_apis_ever_published ? CLOCK_LIBC_CLAMPED : 0, __ATOMIC_RELEASE);
+	table_set_validity(0, 0);
+	debug_log("refresh thread stopped for good (a seccomp filter): answering with libc");
+}
+
 static void *refresh_main(void *unused)
 {
 	const char *reason;
@@ -786,12 +845,12 @@ static void *refresh_main(void *unused)
 
 	if (reason != NULL || !refresh_read_affinity()) {
 		debug_log("not starting: %s", reason != NULL ? reason : "no CPU affinity");
-		refresh_set_state(REFRESH_OFF);
+		refresh_quit();
 		return NULL;
 	}
 	debug_log("refresh thread started, interval %llu ms",
 		  (unsigned long long)(refresh_configured_interval_ns / 1000000u));
-	for (unsigned round = 0;; round++) {
+	for (unsigned round = 0; !refresh_stop_asked(); round++) {
 		uint64_t start = refresh_mono_ns();
 		uint64_t next = refresh_interval_after(round, refresh_configured_interval_ns);
 
@@ -803,12 +862,13 @@ static void *refresh_main(void *unused)
 			table_set_validity(0, 0);
 			refresh_verdict.unusable = reason;
 			debug_log("answering with libc from now on: %s", reason);
-			refresh_set_state(REFRESH_OFF);
+			refresh_quit();
 			return NULL;
 		}
 		refresh_after_round(round, refresh_round(next));
 		refresh_wait(refresh_next_deadline(start + refresh_round_interval_ns));
 	}
+	refresh_stopped();
 	return NULL;
 }
 
@@ -834,14 +894,32 @@ void refresh_start(void)
 	if (!__atomic_compare_exchange_n(&refresh_state, &expected, REFRESH_STARTING, false,
 					 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
 		return;
+	/* A thread stopped earlier without a join must be gone first: until
+	 * then, the start waits for a later call. */
+	if (refresh_has_unjoined) {
+		if (pthread_tryjoin_np(refresh_unjoined_thread, NULL) != 0) {
+			refresh_set_state(REFRESH_IDLE);
+			errno = saved_errno;
+			return;
+		}
+		refresh_has_unjoined = false;
+	}
+	/* Never under a seccomp filter the program installed behind our
+	 * interposers: creating the thread may be what it kills. */
+	if (!sandbox_thread_allowed()) {
+		debug_log("a seccomp filter was installed: not starting; answering with libc");
+		refresh_set_state(REFRESH_OFF);
+		errno = saved_errno;
+		return;
+	}
 	__atomic_fetch_and(&table_shared.api_flags, ~(uint32_t)CLOCK_START_PENDING,
 			   __ATOMIC_RELEASE);
+	__atomic_store_n(&refresh_stop_word, 0, __ATOMIC_RELEASE);
 	/* The host's signals must never land on our thread: it starts with all
 	 * of them blocked. */
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &saved);
 	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 	pthread_attr_setstacksize(&attr, 256 * 1024);
 	created = pthread_create(&thread, &attr, refresh_main, NULL);
 	pthread_attr_destroy(&attr);
@@ -851,10 +929,115 @@ void refresh_start(void)
 			  strerror(created));
 		refresh_set_state(REFRESH_OFF);
 	} else {
-		refresh_set_state(REFRESH_RUNNING);
+		/* Unless the thread has already quit (and detached itself). */
+		refresh_thread = thread;
+		refresh_mark_process();
+		expected = REFRESH_STARTING;
+		__atomic_compare_exchange_n(&refresh_state, &expected, REFRESH_RUNNING, false,
+					    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
 	}
 	/* The caller asked for the time, not for our bookkeeping. */
 	errno = saved_errno;
+}
+
+/* Sleeps a millisecond: waiting for another thread's start or stop. */
+static void refresh_pause(void)
+{
+	struct timespec ms = { 0, 1000000 };
+
+	nanosleep(&ms, NULL);
+}
+
+/* Joins the thread within REFRESH_STOP_WAIT_NS, whatever the realtime
+ * clock (which pthread_timedjoin_np's deadline is on) does meanwhile:
+ * in slices of 10 ms, counted. */
+static bool refresh_join(pthread_t thread)
+{
+	for (uint64_t waited = 0; waited < REFRESH_STOP_WAIT_NS; waited += 10000000u) {
+		struct timespec deadline;
+
+		libc_clock_gettime(CLOCK_REALTIME, &deadline);
+		deadline.tv_nsec += 10000000;
+		if (deadline.tv_nsec >= (long)CLOCK_NS_PER_SEC) {
+			deadline.tv_sec++;
+			deadline.tv_nsec -= (long)CLOCK_NS_PER_SEC;
+		}
+		if (pthread_timedjoin_np(thread, NULL, &deadline) != ETIMEDOUT)
+			return true;
+	}
+	return false;
+}
+
+/* Takes the state from RUNNING to STOPPING, so that this caller alone
+ * stops the thread; from IDLE to OFF when stopping for good. Waits
+ * (sleeping, bounded) for a start or stop in progress elsewhere, but never
+ * in a handler, which may have interrupted it. False when there is no
+ * thread to stop. */
+static bool refresh_claim_stop(enum refresh_stop_kind kind, bool may_join)
+{
+	for (uint64_t waited = 0;; waited += 1000000u) {
+		int state = __atomic_load_n(&refresh_state, __ATOMIC_ACQUIRE);
+
+		switch (state) {
+		case REFRESH_RUNNING:
+			if (__atomic_compare_exchange_n(&refresh_state, &state, REFRESH_STOPPING,
+							false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+				return true;
+			continue;
+		case REFRESH_IDLE:
+			if (kind != REFRESH_STOP_FOR_GOOD)
+				return false;
+			if (__atomic_compare_exchange_n(&refresh_state, &state, REFRESH_OFF, false,
+							__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+				refresh_set_state(REFRESH_OFF);
+				return false;
+			}
+			continue;
+		case REFRESH_STARTING:
+		case REFRESH_STOPPING:
+			if (!may_join || waited >= REFRESH_STOP_WAIT_NS)
+				return false;
+			refresh_pause();
+			continue;
+		default: return false;
+		}
+	}
+}
+
+enum refresh_stopped refresh_stop(enum refresh_stop_kind kind)
+{
+	int saved_errno = errno;
+	enum refresh_stopped stopped = REFRESH_STOPPED_ASKED;
+	bool may_join;
+
+	/* getpid is a system call: only where the library could be on. */
+	if (__atomic_load_n(&refresh_state, __ATOMIC_ACQUIRE) == REFRESH_OFF ||
+	    getpid() != refresh_owner_pid) {
+		errno = saved_errno;
+		return REFRESH_STOPPED_NONE;
+	}
+	may_join = signal_guard_may_start();
+	if (!refresh_claim_stop(kind, may_join)) {
+		errno = saved_errno;
+		return REFRESH_STOPPED_NONE;
+	}
+	__atomic_store_n(&refresh_stop_word, (uint32_t)kind, __ATOMIC_RELEASE);
+	syscall(SYS_futex, &refresh_stop_word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+	if (may_join && refresh_join(refresh_thread)) {
+		stopped = REFRESH_STOPPED_JOINED;
+	} else if (may_join && kind == REFRESH_STOP_FOR_GOOD) {
+		/* It ends on its own; nobody will start another to join it. */
+		pthread_detach(refresh_thread);
+	} else {
+		refresh_unjoined_thread = refresh_thread;
+		refresh_has_unjoined = true;
+	}
+	refresh_set_state(kind == REFRESH_STOP_FOR_GOOD ? REFRESH_OFF : REFRESH_IDLE);
+	debug_log(
+	    "refresh thread %s%s", stopped == REFRESH_STOPPED_JOINED ? "stopped" : "asked to stop",
+	    kind == REFRESH_STOP_FOR_GOOD ? " for good" : "; the next time call starts another");
+	errno = saved_errno;
+	return stopped;
 }
 
 void refresh_after_fork_in_child(void)
@@ -869,7 +1052,12 @@ void refresh_after_fork_in_child(void)
 				calib_cpu_reset(&refresh_cpus[cpu].calib);
 		refresh_in_round = false;
 	}
-	if (state == REFRESH_RUNNING || state == REFRESH_STARTING)
+	/* The thread, stopping or not, stayed in the parent: nothing here to
+	 * join, or to tell to stop. */
+	refresh_owner_pid = getpid();
+	refresh_has_unjoined = false;
+	__atomic_store_n(&refresh_stop_word, 0, __ATOMIC_RELAXED);
+	if (state == REFRESH_RUNNING || state == REFRESH_STARTING || state == REFRESH_STOPPING)
 		refresh_set_state(REFRESH_IDLE);
 }
 

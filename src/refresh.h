@@ -75,12 +75,35 @@ enum refresh_state {
 	REFRESH_IDLE,	  /* no thread yet: the next time call starts one */
 	REFRESH_STARTING, /* one caller is creating it */
 	REFRESH_RUNNING,
-	REFRESH_OFF, /* not wanted, not possible, or could not start */
+	REFRESH_OFF,	  /* not wanted, not possible, or could not start */
+	REFRESH_STOPPING, /* one caller is stopping it (refresh_stop) */
 };
 extern __attribute__((visibility("hidden"))) int refresh_state;
 
 /* Starts the thread unless it runs, has failed or is not wanted. */
 void refresh_start(void);
+
+/* How long refresh_stop waits for the thread to end, and for a start or a
+ * stop in progress elsewhere: a round in progress is finished first. */
+#define REFRESH_STOP_WAIT_NS 2000000000ull
+enum refresh_stop_kind {
+	REFRESH_STOP_RESTART = 1, /* the next time call starts another */
+	REFRESH_STOP_FOR_GOOD,	  /* never again in this process: libc answers */
+};
+enum refresh_stopped {
+	REFRESH_STOPPED_NONE,	/* no thread of this process ran */
+	REFRESH_STOPPED_JOINED, /* it ran, and has ended */
+	REFRESH_STOPPED_ASKED,	/* it ran, and was asked to end, not waited for */
+};
+/* Stops the refresh thread of this process, for a program that needs to be
+ * alone in it or that installs a seccomp filter. Waits for it (joins) up to
+ * REFRESH_STOP_WAIT_NS, but never where signal_guard_may_start says this
+ * may be a signal handler: the thread's exit may need a lock the
+ * interrupted code holds. A thread not joined ends on its own soon after,
+ * and a later start joins it first. Nothing happens, and nothing is
+ * written, in a process that shares the library's memory without being the
+ * one the thread runs in (a vfork or CLONE_VM child). errno is kept. */
+enum refresh_stopped refresh_stop(enum refresh_stop_kind kind);
 
 /* The check every slow call makes: one load, and a call only the first time. */
 static inline void refresh_ensure_started(void)

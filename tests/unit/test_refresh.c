@@ -57,6 +57,31 @@ START_TEST(test_refresh_start_pending_from_settings)
 }
 END_TEST
 
+/* Without a thread, a stop for a restart leaves the start due; a stop for
+ * good turns the library off, for good; and a fork child of a process
+ * whose thread was stopping has none to wait for. */
+START_TEST(test_refresh_stop_without_thread)
+{
+	struct settings on = refresh_test_settings(false);
+
+	refresh_configure(&on);
+	ck_assert_int_eq(refresh_stop(REFRESH_STOP_RESTART), REFRESH_STOPPED_NONE);
+	ck_assert_int_eq(refresh_state, REFRESH_IDLE);
+	ck_assert(refresh_test_pending());
+	ck_assert_int_eq(refresh_stop(REFRESH_STOP_FOR_GOOD), REFRESH_STOPPED_NONE);
+	ck_assert_int_eq(refresh_state, REFRESH_OFF);
+	ck_assert(!refresh_test_pending());
+	refresh_start();
+	ck_assert_int_eq(refresh_state, REFRESH_OFF);
+
+	__atomic_store_n(&refresh_state, REFRESH_STOPPING, __ATOMIC_RELEASE);
+	refresh_after_fork_in_child();
+	ck_assert_int_eq(refresh_state, REFRESH_IDLE);
+	ck_assert(refresh_test_pending());
+	refresh_configure(&on);
+}
+END_TEST
+
 /* A fork child has no thread: a start is due again, and the flags the
  * parent chose are kept beside the bit. A child of a process whose library
  * is off stays off. */
@@ -164,6 +189,7 @@ Suite *suite_refresh(void)
 	tcase_add_checked_fixture(tc, refresh_test_setup, refresh_test_teardown);
 	tcase_add_test(tc, test_refresh_start_pending_from_settings);
 	tcase_add_test(tc, test_refresh_start_pending_after_fork);
+	tcase_add_test(tc, test_refresh_stop_without_thread);
 	tcase_add_test(tc, test_refresh_wakes_for_first_line);
 	tcase_add_test(tc, test_refresh_drop_after_15_s);
 	tcase_add_test(tc, test_refresh_clamp_after_tsc_answers);

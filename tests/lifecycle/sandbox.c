@@ -1,0 +1,242 @@
+/* A seccomp filter that kills thread creation must not get the process
+ * killed: the library never creates its thread under a filter the program
+ * installed, and stops a running one before the install. Each case runs
+ * in a child, whose end the parent judges:
+ *   prctl     the child installs a filter that kills clone and clone3 with
+ *             prctl(PR_SET_SECCOMP), then reads the clock
+ *   syscall   the same with syscall(SYS_seccomp, ...), as libseccomp does
+ *   raw       the same with the system call instruction itself, which no
+ *             interposer sees
+ *   sshd      the parent reads the clock first (its thread runs), its fork
+ *             child installs the filter with prctl, then reads
+ *   tsync     the child's own thread runs when it installs, with
+ *             SECCOMP_FILTER_FLAG_TSYNC, a filter that also kills
+ *             sched_setaffinity (which the thread calls each round), then
+ *             reads and sleeps past several refresh intervals
+ * Natively, reading the clock makes no system call: each child lives.
+ *   passthrough  no filter: prctl and syscall() answer as libc's do (six
+ *             arguments, the last on the stack; return values and errno),
+ *             and seccomp calls that install nothing leave the thread */
+#include "config.h"
+
+#include "life.h"
+
+#include <errno.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#ifndef SYS_clone3
+#define SYS_clone3 435
+#endif
+
+enum sandbox_install { SANDBOX_PRCTL, SANDBOX_SYSCALL, SANDBOX_RAW };
+
+/* A filter that kills the process at any of the system calls listed, and
+ * allows everything else (and every other architecture's calls). */
+static void sandbox_filter(const long *killed, unsigned n, struct sock_filter *code,
+			   struct sock_fprog *prog)
+{
+	unsigned i = 0;
+
+	code[i++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+						 offsetof(struct seccomp_data, arch));
+	code[i++] =
+	    (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0);
+	code[i++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+	code[i++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+						 offsetof(struct seccomp_data, nr));
+	/* Each compare jumps to the kill at the end, past the compares left
+	 * and the allow. */
+	for (unsigned k = 0; k < n; k++)
+		code[i++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K,
+							 (unsigned)killed[k], (__u8)(n - k), 0);
+	code[i++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+	code[i++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS);
+	prog->len = (unsigned short)i;
+	prog->filter = code;
+}
+
+static long sandbox_raw_seccomp(long op, long flags, const void *prog)
+{
+	long rc;
+
+	__asm__ volatile("syscall"
+			 : "=a"(rc)
+			 : "0"((long)SYS_seccomp), "D"(op), "S"(flags), "d"(prog)
+			 : "rcx", "r11", "memory");
+	return rc;
+}
+
+/* Installs a filter killing clone, clone3 and, when also_affinity,
+ * sched_setaffinity, the way asked; fails the child if it cannot. */
+static void sandbox_install(enum sandbox_install how, bool tsync, bool also_affinity)
+{
+	static const long killed[] = { SYS_clone, SYS_clone3, SYS_sched_setaffinity };
+	struct sock_filter code[16];
+	struct sock_fprog prog;
+	long rc;
+
+	sandbox_filter(killed, also_affinity ? 3 : 2, code, &prog);
+	/* Without CAP_SYS_ADMIN the kernel wants this first. */
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
+		life_fail("prctl(PR_SET_NO_NEW_PRIVS): %s", strerror(errno));
+	switch (how) {
+	case SANDBOX_PRCTL: rc = prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0); break;
+	case SANDBOX_SYSCALL:
+		rc = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER,
+			     tsync ? SECCOMP_FILTER_FLAG_TSYNC : 0, &prog);
+		break;
+	default:
+		rc = sandbox_raw_seccomp(SECCOMP_SET_MODE_FILTER, 0, &prog);
+		if (rc < 0) {
+			errno = (int)-rc;
+			rc = -1;
+		}
+		break;
+	}
+	if (rc != 0)
+		life_fail("installing the filter: %ld (%s)", rc, strerror(errno));
+}
+
+/* Reads both clocks through the preload for ms, against libc's. */
+static void sandbox_read_for(unsigned ms)
+{
+	struct life_track mono = { 0 }, real = { 0 };
+
+	life_sample_for(ms, &mono, &real);
+	life_judge("monotonic", &mono);
+	life_judge("realtime", &real);
+}
+
+static void sandbox_child(const char *mode)
+{
+	if (strcmp(mode, "prctl") == 0 || strcmp(mode, "sshd") == 0) {
+		sandbox_install(SANDBOX_PRCTL, false, false);
+		sandbox_read_for(300);
+	} else if (strcmp(mode, "syscall") == 0) {
+		sandbox_install(SANDBOX_SYSCALL, false, false);
+		sandbox_read_for(300);
+	} else if (strcmp(mode, "raw") == 0) {
+		sandbox_install(SANDBOX_RAW, false, false);
+		sandbox_read_for(300);
+	} else if (strcmp(mode, "tsync") == 0) {
+		/* Our thread must run when the filter comes. */
+		life_require_fast();
+		if (life_threads_named("fasttime") != 1)
+			life_fail("no fasttime thread before the install");
+		sandbox_install(SANDBOX_SYSCALL, true, true);
+		sandbox_read_for(100);
+		life_sleep_ms((unsigned)(8 * life_interval_ns() / LIFE_NS_PER_MS));
+		sandbox_read_for(100);
+	} else {
+		life_fail("unknown case %s", mode);
+	}
+	if (life_threads_named("fasttime") != 0) {
+		life_list_threads();
+		life_fail("a fasttime thread runs under the filter");
+	}
+	life_say("child read the clock under the filter and lives");
+	/* _exit: no exit handler (a sanitizer's leak check makes a thread). */
+	fflush(stdout);
+	_exit(0);
+}
+
+/* The interposers pass every other call to libc untouched. */
+static void sandbox_passthrough(void)
+{
+	static const char marker[] = "page two";
+	__u32 action = SECCOMP_RET_KILL_PROCESS;
+	char name[16] = "";
+	int fd = (int)syscall(SYS_memfd_create, "sandbox", 0);
+	long rc;
+	void *page;
+
+	life_require_fast();
+	if (fd < 0 || ftruncate(fd, 8192) != 0 || pwrite(fd, marker, sizeof marker, 4096) < 0)
+		life_fail("memfd: %s", strerror(errno));
+	/* mmap's offset is syscall()'s sixth argument: on the stack. */
+	page = (void *)syscall(SYS_mmap, NULL, 4096, PROT_READ, MAP_SHARED, fd, 4096);
+	if (page == MAP_FAILED || memcmp(page, marker, sizeof marker) != 0)
+		life_fail("syscall(SYS_mmap, ..., offset 4096) did not map the second page");
+	munmap(page, 4096);
+	close(fd);
+	if (syscall(SYS_getpid) != getpid())
+		life_fail("syscall(SYS_getpid) is not getpid()");
+	errno = 0;
+	rc = syscall(SYS_close, -1);
+	if (rc != -1 || errno != EBADF)
+		life_fail("syscall(SYS_close, -1): %ld, %s (libc: -1, EBADF)", rc, strerror(errno));
+	errno = 0;
+	rc = syscall(SYS_seccomp, 99, 0, NULL);
+	if (rc != -1 || errno != EINVAL)
+		life_fail("syscall(SYS_seccomp, 99): %ld, %s (libc: -1, EINVAL)", rc,
+			  strerror(errno));
+	if (syscall(SYS_seccomp, SECCOMP_GET_ACTION_AVAIL, 0, &action) != 0)
+		life_fail("SECCOMP_GET_ACTION_AVAIL: %s", strerror(errno));
+	if (prctl(PR_GET_NAME, name, 0, 0, 0) != 0 || name[0] == '\0')
+		life_fail("prctl(PR_GET_NAME): %s", strerror(errno));
+	errno = 0;
+	rc = prctl(-1, 0, 0, 0, 0);
+	if (rc != -1 || errno != EINVAL)
+		life_fail("prctl(-1): %ld, %s (libc: -1, EINVAL)", rc, strerror(errno));
+	/* A query installs nothing. */
+	if (prctl(PR_GET_SECCOMP, 0, 0, 0, 0) != 0)
+		life_fail("prctl(PR_GET_SECCOMP) is not 0");
+	life_sleep_ms(50);
+	if (life_threads_named("fasttime") != 1) {
+		life_list_threads();
+		life_fail("the thread stopped for a seccomp call that installs nothing");
+	}
+	life_say("passthrough: PASS");
+	exit(0);
+}
+
+int main(int argc, char **argv)
+{
+	const char *mode = argc > 1 ? argv[1] : "prctl";
+	pid_t child;
+	int status;
+
+	life_begin("sandbox");
+	if (prctl(PR_GET_SECCOMP, 0, 0, 0, 0) != 0)
+		life_skip("already under a seccomp filter: the kernel's answer to the test's own "
+			  "would not be the test's");
+	if (strcmp(mode, "passthrough") == 0)
+		sandbox_passthrough();
+	if (strcmp(mode, "sshd") == 0) {
+		/* The parent's thread runs, and its lines are inherited. */
+		life_require_fast();
+	}
+	life_say("%s: the child installs a filter that kills thread creation, then reads", mode);
+	child = fork();
+	if (child < 0)
+		life_fail("fork: %s", strerror(errno));
+	if (child == 0)
+		sandbox_child(mode);
+	status = life_wait_child(child, 20);
+	if (WIFSIGNALED(status))
+		life_fail("%s: child killed by signal %d (%s)", mode, WTERMSIG(status),
+			  strsignal(WTERMSIG(status)));
+	/* The child said why it skipped (tsync: the library chose libc). */
+	if (WIFEXITED(status) && WEXITSTATUS(status) == LIFE_EXIT_SKIP)
+		exit(LIFE_EXIT_SKIP);
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+		life_fail("%s: child exited with %d", mode, WEXITSTATUS(status));
+	if (strcmp(mode, "sshd") == 0) {
+		/* The parent's clock, whose thread the child never touched. */
+		sandbox_read_for(100);
+	}
+	life_say("%s: PASS", mode);
+	return 0;
+}
