@@ -51,11 +51,13 @@ static void preload_after_fork_in_child(void)
 	refresh_after_fork_in_child();
 }
 
-/* Cheap facts only: no thread, no file descriptor, no waiting, no CPUID
- * (under a hypervisor each one is a VM exit) and no symbol lookup: all of
- * that is paid by every process start, even one that never reads the
- * clock. libc's functions are looked up by the first call that needs one;
- * the refresh thread checks the processor and the kernel when it starts. */
+/* Cheap facts only: no thread, no waiting, no CPUID (under a hypervisor
+ * each one is a VM exit) and no symbol lookup: all of that is paid by every
+ * process start, even one that never reads the clock. libc's functions are
+ * looked up by the first call that needs one; the refresh thread checks the
+ * processor when it starts. The one file, the kernel's clocksource, is read
+ * here: before main() no descriptor of the program's can be taken or
+ * closed under us (refresh_read_kernel). */
 __attribute__((constructor)) static void preload_init(void)
 {
 	struct settings settings;
@@ -67,6 +69,7 @@ __attribute__((constructor)) static void preload_init(void)
 		/* Before any reader: the offset is written once. */
 		cpu_rseq_init();
 		pthread_atfork(NULL, NULL, preload_after_fork_in_child);
+		refresh_read_kernel();
 	}
 	refresh_configure(&settings);
 }
