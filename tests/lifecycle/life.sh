@@ -4,8 +4,11 @@
 life_builddir=${abs_top_builddir:-$(pwd)}
 life_lib=$life_builddir/src/.libs/libfasttime.so
 life_tap=$life_builddir/tests/lifecycle/.libs/liblifetap.so
+# Counts the descriptors made beneath the library (opens.c), for the tests
+# that set life_preload_after=$life_opens.
+life_opens=$life_builddir/tests/lifecycle/.libs/liblifeopens.so
 
-for f in "$life_lib" "$life_tap"; do
+for f in "$life_lib" "$life_tap" "$life_opens"; do
 	if test ! -f "$f"; then
 		echo "missing $f: run 'make check' (abs_top_builddir=$life_builddir)"
 		exit 99
@@ -25,7 +28,8 @@ FASTTIME_FORCE=${FASTTIME_FORCE:-1}
 export FASTTIME_FORCE
 
 # Runs tests/lifecycle/NAME [ARGS] under libfasttime.so, with the tap behind
-# it (it counts what fasttime passes on to libc). Sanitizer builds: the
+# it (it counts what fasttime passes on to libc), and behind that
+# $life_preload_after when set. Sanitizer builds: the
 # preloaded library comes before the sanitizer's runtime, the fork test
 # starts a thread in a forked child on purpose, and ThreadSanitizer's pause
 # of a second at every process exit would trip the watchdogs of the tests
@@ -33,7 +37,7 @@ export FASTTIME_FORCE
 life_run() {
 	life_prog=$life_builddir/tests/lifecycle/$1
 	shift
-	LD_PRELOAD="$life_lib $life_tap" \
+	LD_PRELOAD="$life_lib $life_tap${life_preload_after:+ $life_preload_after}" \
 	ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0" \
 	TSAN_OPTIONS="${TSAN_OPTIONS:+$TSAN_OPTIONS:}die_after_fork=0:atexit_sleep_ms=0" \
 		"$life_prog" "$@"
