@@ -133,24 +133,26 @@ enum cpu_clocksource_kind cpu_classify_clocksource(const char *name)
 	return CPU_CLOCKSOURCE_OTHER;
 }
 
-void cpu_probe_kernel(struct cpu_facts *facts)
-{
-	static const char dir[] = "/sys/devices/system/clocksource/clocksource0/";
-	char path[128];
-	char available[256];
+#define CPU_CLOCKSOURCE_DIR "/sys/devices/system/clocksource/clocksource0/"
 
-	strcpy(path, dir);
-	strcat(path, "current_clocksource");
-	if (!cpu_read_small_file(path, facts->clocksource, sizeof facts->clocksource))
+void cpu_probe_clocksource(struct cpu_facts *facts)
+{
+	if (!cpu_read_small_file(CPU_CLOCKSOURCE_DIR "current_clocksource", facts->clocksource,
+				 sizeof facts->clocksource))
 		strcpy(facts->clocksource, "unknown");
 	facts->clocksource_kind = cpu_classify_clocksource(facts->clocksource);
+}
 
-	strcpy(path, dir);
-	strcat(path, "available_clocksource");
+void cpu_probe_kernel(struct cpu_facts *facts)
+{
+	char available[256];
+
+	cpu_probe_clocksource(facts);
 	/* The kernel drops "tsc" from this list when its watchdog finds the TSC
 	 * unstable; a kernel booted with tsc=unstable never lists it. If the
 	 * file cannot be read, this says nothing. */
-	if (cpu_read_small_file(path, available, sizeof available))
+	if (cpu_read_small_file(CPU_CLOCKSOURCE_DIR "available_clocksource", available,
+				sizeof available))
 		facts->kernel_offers_tsc = cpu_list_has_word(available, "tsc");
 	else
 		facts->kernel_offers_tsc = false;

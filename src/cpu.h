@@ -71,7 +71,12 @@ struct cpu_reading {
 
 /* Reads CPUID; touches no file. Clears the kernel facts. */
 void cpu_probe_instructions(struct cpu_facts *facts);
-/* Reads the kernel's clocksource files; opens and closes two files. */
+/* Reads the kernel's current clocksource; opens and closes one file. The
+ * library does this once, in its constructor: while the program runs, an
+ * open of ours could take the descriptor number the program expects next. */
+void cpu_probe_clocksource(struct cpu_facts *facts);
+/* The same, and whether the kernel offers the TSC at all (the available
+ * clocksources); opens and closes two files. For the tools. */
 void cpu_probe_kernel(struct cpu_facts *facts);
 /* Decides whether the fast path may run; NULL when it may, else why not.
  * The clocksource is evidence, not the gate: only a kernel that dropped the
@@ -91,7 +96,8 @@ enum cpu_clocksource_kind cpu_classify_clocksource(const char *name);
 /* Parses a kernel CPU list ("0-3,8,10-11") into a bit mask of words words;
  * false when it is malformed (mask then undefined). */
 bool cpu_parse_list(const char *text, unsigned long *mask, unsigned words);
-/* The online CPUs, from sysfs; false when the file cannot be read. */
+/* The online CPUs, from sysfs; false when the file cannot be read. For the
+ * tools: the library's thread opens no file. */
 bool cpu_online_mask(unsigned long *mask, unsigned words);
 
 /* Whether cpu's bit is set in a mask of unsigned longs (a cpu_set_t's
@@ -108,6 +114,28 @@ static inline void cpu_mask_set(unsigned long *mask, uint32_t cpu)
 	const unsigned bits = 8 * sizeof(unsigned long);
 
 	mask[cpu / bits] |= 1ul << (cpu % bits);
+}
+
+/* Whether two masks of words words hold the same CPUs. */
+static inline bool cpu_mask_equal(const unsigned long *a, const unsigned long *b, unsigned words)
+{
+	for (unsigned i = 0; i < words; i++)
+		if (a[i] != b[i])
+			return false;
+	return true;
+}
+
+/* Keeps in into only the CPUs also in other; false when none is left
+ * (into then holds nothing). */
+static inline bool cpu_mask_and(unsigned long *into, const unsigned long *other, unsigned words)
+{
+	unsigned long any = 0;
+
+	for (unsigned i = 0; i < words; i++) {
+		into[i] &= other[i];
+		any |= into[i];
+	}
+	return any != 0;
 }
 
 /* The first CPU at or after from whose bit is set in a mask of words

@@ -18,6 +18,14 @@ bool evidence_cpu_steady(int64_t error_ns, uint64_t width_ns, uint64_t slope_bef
 	       (unsigned __int128)slope_before * EVIDENCE_MAX_RATE_CHANGE_PPB;
 }
 
+bool evidence_kernel_clock_slowed(uint64_t baseline_ns, uint64_t width_ns)
+{
+	if (baseline_ns == 0 || width_ns <= baseline_ns)
+		return false;
+	return width_ns / EVIDENCE_SLOW_FACTOR >= baseline_ns &&
+	       width_ns - baseline_ns >= EVIDENCE_SLOW_MIN_NS;
+}
+
 bool evidence_trusted(enum cpu_clocksource_kind kind, unsigned steady_rounds)
 {
 	if (kind == CPU_CLOCKSOURCE_TSC || kind == CPU_CLOCKSOURCE_TSC_DERIVED)

@@ -52,13 +52,15 @@ static void preload_after_fork_in_child(void)
 	refresh_after_fork_in_child();
 }
 
-/* Cheap facts only: no thread, no file descriptor, no waiting, no CPUID
- * (under a hypervisor each one is a VM exit) and no symbol lookup: all of
- * that is paid by every process start, even one that never reads the
- * clock. Two system calls of well under a microsecond: getpid (whose
- * process the library's memory is) and prctl(PR_GET_SECCOMP) (sandbox.h).
- * libc's functions are looked up by the first call that needs one;
- * the refresh thread checks the processor and the kernel when it starts. */
+/* Cheap facts only: no thread, no waiting, no CPUID (under a hypervisor
+ * each one is a VM exit) and no symbol lookup: all of that is paid by every
+ * process start, even one that never reads the clock. Two system calls of
+ * well under a microsecond: getpid (whose process the library's memory is)
+ * and prctl(PR_GET_SECCOMP) (sandbox.h). The one file, the kernel's
+ * clocksource, is read here: before main() no descriptor of the program's
+ * can be taken or closed under us (refresh_read_kernel). libc's functions
+ * are looked up by the first call that needs one; the refresh thread checks
+ * the processor when it starts. */
 __attribute__((constructor)) static void preload_init(void)
 {
 	struct settings settings;
@@ -72,6 +74,7 @@ __attribute__((constructor)) static void preload_init(void)
 		/* Before the program can install a filter of its own. */
 		sandbox_record();
 		pthread_atfork(NULL, NULL, preload_after_fork_in_child);
+		refresh_read_kernel();
 	}
 	refresh_configure(&settings);
 }

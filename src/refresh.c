@@ -1,12 +1,14 @@
 /* The refresh thread and the calibration rounds it runs.
  *
- * Each round it pins itself in turn to every online CPU it may run on (the
- * list is read again each round: a CPU that comes online or joins the
- * cpuset gets a line at the next one), takes sandwiches of the kernel's
- * CLOCK_MONOTONIC around a counter read taken the way this CPU allows, and
- * hands the narrowest to the calibration arithmetic; what comes out is
- * published for readers. Between rounds it runs wherever the scheduler
- * puts it among those CPUs. */
+ * Each round it pins itself in turn to every CPU of the program's (the
+ * CPUs it inherited from the thread that started it, as changed since, less
+ * those the main thread has left: refresh_program_cpus), takes sandwiches
+ * of the kernel's CLOCK_MONOTONIC around a counter read taken the way this
+ * CPU allows, and hands the narrowest to the calibration arithmetic; what
+ * comes out is published for readers. Between rounds it runs wherever the
+ * scheduler puts it among those CPUs. It opens no file while the program
+ * runs: the clocksource was read before main() (refresh_read_kernel), and
+ * the CPUs come from sched_getaffinity, which leaves out offline ones. */
 #include "config.h"
 
 #include "refresh.h"
@@ -67,9 +69,13 @@ static bool refresh_force_fast;
  * ordered wherever the CPU allows it, whatever the readers' mode. */
 static uint32_t refresh_mode_flags;
 static struct cpu_reading refresh_sample_reading;
-/* Whether the kernel listed "tsc" among its clocksources at the start: if
- * it drops it later, its watchdog found the TSC unstable. */
-static bool refresh_tsc_offered_at_start;
+/* The kernel's clocksource, read before main() (refresh_read_kernel). */
+static struct cpu_facts refresh_kernel_facts;
+static bool refresh_kernel_read;
+/* The narrowest sandwich of any round so far, and how many rounds in a row
+ * have been many times wider (evidence_kernel_clock_slowed). */
+static uint64_t refresh_narrowest_ever_ns;
+static unsigned refresh_slow_rounds;
 static bool refresh_in_round;
 static bool refresh_realtime_known;
 /* Set by the watch when the counter and the kernel's clock parted faster
@@ -85,9 +91,21 @@ static uint32_t refresh_apis_ever_published;
 static uint64_t refresh_started_ns;
 
 #define REFRESH_MASK_WORDS (CPU_MAX_CPUS / (8 * sizeof(unsigned long)))
-/* The CPUs to visit: online ones (or, where sysfs cannot say, those the
- * thread could run on at the start). */
+/* The CPUs the thread found itself allowed when it started (its creator's),
+ * or as someone else set them since (taskset -a, a program that moves
+ * every thread of its own). */
 static unsigned long refresh_start_mask[REFRESH_MASK_WORDS];
+/* What the thread last asked the kernel for itself (a pin, or the CPUs to
+ * run on between rounds): a mask found different was changed by someone
+ * else, and is never undone. */
+static unsigned long refresh_own_mask[REFRESH_MASK_WORDS];
+/* Set when the thread found its mask changed by someone else in a round:
+ * the round stops pinning, and leaves the mask as it was set. */
+static bool refresh_moved;
+/* The tools' rounds visit every online CPU their cpuset allows, whatever
+ * the caller's own affinity: they describe the machine. The library's
+ * thread visits only the program's CPUs. */
+static bool refresh_whole_cpuset;
 /* Those the last round could pin to: where the thread runs between rounds. */
 static unsigned long refresh_usable_mask[REFRESH_MASK_WORDS];
 /* One round's samples, taken before any line moves (too large for the
@@ -164,12 +182,43 @@ uint64_t refresh_interval_after(unsigned round, uint64_t configured_ns)
 	return interval < configured_ns ? interval : configured_ns;
 }
 
+/* Whether someone else changed this thread's affinity since it last set it:
+ * then what they set becomes the thread's own CPUs, and refresh_moved says
+ * so. The tools' rounds never ask. */
+static bool refresh_mask_moved(void)
+{
+	unsigned long found[REFRESH_MASK_WORDS];
+
+	if (refresh_whole_cpuset)
+		return false;
+	memset(found, 0, sizeof found);
+	if (sched_getaffinity(0, sizeof found, (cpu_set_t *)found) != 0 ||
+	    cpu_mask_equal(found, refresh_own_mask, REFRESH_MASK_WORDS))
+		return false;
+	memcpy(refresh_start_mask, found, sizeof found);
+	memcpy(refresh_own_mask, found, sizeof found);
+	refresh_moved = true;
+	return true;
+}
+
+/* Sets this thread's affinity, unless someone else changed it since the
+ * thread last did (then it stays as they set it). */
+static bool refresh_set_own_mask(const unsigned long *mask)
+{
+	if (refresh_moved || refresh_mask_moved())
+		return false;
+	if (sched_setaffinity(0, REFRESH_MASK_WORDS * sizeof *mask, (const cpu_set_t *)mask) != 0)
+		return false;
+	memcpy(refresh_own_mask, mask, sizeof refresh_own_mask);
+	return true;
+}
+
 static bool refresh_pin(uint32_t cpu)
 {
 	unsigned long one[REFRESH_MASK_WORDS];
 	memset(one, 0, sizeof one);
 	cpu_mask_set(one, cpu);
-	return sched_setaffinity(0, sizeof one, (cpu_set_t *)one) == 0;
+	return refresh_set_own_mask(one);
 }
 
 /* Whether cpu's line answers readers: the thread could run there, its
@@ -183,7 +232,7 @@ static bool refresh_cpu_answers(const struct refresh_cpu *c)
  * that its waiting and its measurements land on no one fixed CPU. */
 static void refresh_unpin(void)
 {
-	sched_setaffinity(0, sizeof refresh_usable_mask, (cpu_set_t *)refresh_usable_mask);
+	refresh_set_own_mask(refresh_usable_mask);
 }
 
 /* One sandwich: the kernel's monotonic clock, the counter read as the
@@ -253,7 +302,7 @@ static bool refresh_sample_one(uint32_t cpu, struct calib_sample *sample)
 {
 	struct refresh_cpu *state = &refresh_cpus[cpu];
 
-	if (!refresh_pin(cpu) || !refresh_sample_cpu(cpu, sample, &state->node)) {
+	if (!refresh_sample_cpu(cpu, sample, &state->node)) {
 		refresh_cpu_failed(cpu, state, refresh_mono_ns());
 		return false;
 	}
@@ -363,6 +412,88 @@ static bool refresh_cpu_steady(const struct refresh_cpu *c)
 				   c->calib.slope_mult);
 }
 
+/* The CPUs this round visits. The library's thread: its own CPUs
+ * (refresh_start_mask, as someone else may have changed them since),
+ * narrowed to the main thread's where the two overlap. The main thread
+ * shows a program that moved it, or a whole process moved at run time even
+ * where the change to this thread was lost (made between its look and its
+ * pin, which then undid it). Never widened: no program thread is known to
+ * run elsewhere. sched_getaffinity leaves out offline CPUs; one that comes
+ * online is visited once the masks allow it. The tools: every online CPU
+ * their cpuset lets them pin to (sysfs). */
+static void refresh_cpus_to_visit(unsigned long *visit)
+{
+	unsigned long main_cpus[REFRESH_MASK_WORDS], narrowed[REFRESH_MASK_WORDS];
+
+	if (refresh_whole_cpuset) {
+		if (!cpu_online_mask(visit, REFRESH_MASK_WORDS))
+			memcpy(visit, refresh_start_mask, sizeof refresh_start_mask);
+		return;
+	}
+	/* A change since the last round is taken in here; it is no reason
+	 * to stop this round's walk. */
+	refresh_mask_moved();
+	refresh_moved = false;
+	memcpy(visit, refresh_start_mask, sizeof refresh_start_mask);
+	memset(main_cpus, 0, sizeof main_cpus);
+	if (sched_getaffinity(getpid(), sizeof main_cpus, (cpu_set_t *)main_cpus) != 0)
+		return;
+	memcpy(narrowed, visit, sizeof narrowed);
+	if (cpu_mask_and(narrowed, main_cpus, REFRESH_MASK_WORDS))
+		memcpy(visit, narrowed, sizeof narrowed);
+}
+
+/* A CPU the thread does not visit (any more): its line is withdrawn, so
+ * that readers there answer with libc rather than from a line nobody
+ * renews, and its calibration starts over if it comes back. */
+static void refresh_cpu_leaves(uint32_t cpu)
+{
+	struct refresh_cpu *c = &refresh_cpus[cpu];
+
+	if (c->allowed || c->calib.line.mult != 0) {
+		table_withdraw(cpu);
+		calib_cpu_reset(&c->calib);
+		c->failing_since_ns = 0;
+		c->dropped = false;
+	}
+	c->allowed = false;
+}
+
+/* The CPUs that had a line and are not to be visited now leave. */
+static void refresh_leave_others(const unsigned long *visit)
+{
+	for (uint32_t cpu = 0; cpu < CPU_MAX_CPUS; cpu++)
+		if (refresh_cpus[cpu].allowed && !cpu_mask_has(visit, cpu))
+			refresh_cpu_leaves(cpu);
+}
+
+/* The kernel's clock as the sandwiches see it: many times slower than it
+ * was, round after round, it left the TSC (evidence.h); from then on the
+ * clocksource says nothing, and the lines answer only after their
+ * probation. No file is read: the thread opens none. */
+static void refresh_judge_kernel_clock(uint64_t narrowest_ns)
+{
+	enum cpu_clocksource_kind *kind = &refresh_verdict.facts.clocksource_kind;
+
+	if (narrowest_ns == UINT64_MAX)
+		return;
+	if (!evidence_kernel_clock_slowed(refresh_narrowest_ever_ns, narrowest_ns)) {
+		refresh_slow_rounds = 0;
+		if (refresh_narrowest_ever_ns == 0 || narrowest_ns < refresh_narrowest_ever_ns)
+			refresh_narrowest_ever_ns = narrowest_ns;
+		return;
+	}
+	if (++refresh_slow_rounds < EVIDENCE_SLOW_ROUNDS ||
+	    (*kind != CPU_CLOCKSOURCE_TSC && *kind != CPU_CLOCKSOURCE_TSC_DERIVED))
+		return;
+	debug_log("the kernel's clock became slow (sandwiches %llu ns, were %llu ns): clocksource "
+		  "%s left, the lines answer after their own checks",
+		  (unsigned long long)narrowest_ns, (unsigned long long)refresh_narrowest_ever_ns,
+		  refresh_verdict.facts.clocksource);
+	*kind = CPU_CLOCKSOURCE_UNKNOWN;
+	refresh_verdict.steady_rounds = 0;
+}
+
 unsigned refresh_round(uint64_t scheduled_ns)
 {
 	uint64_t next_interval_ns = scheduled_ns;
@@ -377,8 +508,8 @@ unsigned refresh_round(uint64_t scheduled_ns)
 
 	__atomic_store_n(&refresh_in_round, true, __ATOMIC_RELAXED);
 	refresh_realtime_offset();
-	if (!cpu_online_mask(visit, REFRESH_MASK_WORDS))
-		memcpy(visit, refresh_start_mask, sizeof visit);
+	refresh_cpus_to_visit(visit);
+	refresh_leave_others(visit);
 	memset(refresh_usable_mask, 0, sizeof refresh_usable_mask);
 	memset(sampled, 0, sizeof sampled);
 	/* First every CPU's sample, then the machine's slope from the least
@@ -390,10 +521,15 @@ unsigned refresh_round(uint64_t scheduled_ns)
 		uint64_t estimate, uncertainty;
 
 		/* Outside this process's cpuset the kernel refuses the pin:
-		 * no thread of the process can run there either. */
-		c->allowed = refresh_pin(cpu);
-		if (!c->allowed)
+		 * no thread of the process can run there either. Moved by
+		 * someone else meanwhile: the mask stays as they set it. */
+		if (!refresh_pin(cpu)) {
+			if (refresh_moved)
+				break;
+			refresh_cpu_leaves(cpu);
 			continue;
+		}
+		c->allowed = true;
 		cpu_mask_set(refresh_usable_mask, cpu);
 		usable++;
 		if (!refresh_sample_one(cpu, &refresh_round_samples[cpu]))
@@ -433,6 +569,7 @@ unsigned refresh_round(uint64_t scheduled_ns)
 			  "paused VM): lines restarted at their samples");
 	refresh_discontinuity = false;
 	refresh_round_interval_ns = next_interval_ns;
+	refresh_judge_kernel_clock(narrowest.width_ns);
 	for (uint32_t cpu = cpu_mask_next(refresh_usable_mask, REFRESH_MASK_WORDS, 0);
 	     cpu < CPU_MAX_CPUS;
 	     cpu = cpu_mask_next(refresh_usable_mask, REFRESH_MASK_WORDS, cpu + 1)) {
@@ -460,12 +597,15 @@ unsigned refresh_round(uint64_t scheduled_ns)
 	return with_line;
 }
 
+/* The CPUs this thread may run on as it starts: its creator's. */
 static bool refresh_read_affinity(void)
 {
 	memset(refresh_start_mask, 0, sizeof refresh_start_mask);
 	if (sched_getaffinity(0, sizeof refresh_start_mask, (cpu_set_t *)refresh_start_mask) != 0)
 		return false;
+	memcpy(refresh_own_mask, refresh_start_mask, sizeof refresh_own_mask);
 	memcpy(refresh_usable_mask, refresh_start_mask, sizeof refresh_usable_mask);
+	refresh_moved = false;
 	return true;
 }
 
@@ -591,16 +731,41 @@ static void refresh_after_round(unsigned round, unsigned with_line)
 	refresh_publish_flags();
 }
 
+void refresh_read_kernel(void)
+{
+	int saved_errno = errno;
+
+	cpu_probe_clocksource(&refresh_kernel_facts);
+	refresh_kernel_read = true;
+	errno = saved_errno;
+}
+
+/* The kernel's facts as read before (refresh_read_kernel), into facts:
+ * "unknown" where they were not. */
+static void refresh_recall_kernel(struct cpu_facts *facts)
+{
+	if (!refresh_kernel_read) {
+		strcpy(facts->clocksource, "unknown");
+		facts->clocksource_kind = CPU_CLOCKSOURCE_UNKNOWN;
+		return;
+	}
+	memcpy(facts->clocksource, refresh_kernel_facts.clocksource, sizeof facts->clocksource);
+	facts->clocksource_kind = refresh_kernel_facts.clocksource_kind;
+	facts->kernel_offers_tsc = refresh_kernel_facts.kernel_offers_tsc;
+}
+
 /* Judges the processor and the kernel, and chooses the readings; returns
- * why the fast path cannot run, or NULL. CPUID, and two sysfs files. */
+ * why the fast path cannot run, or NULL. CPUID, and the kernel's facts as
+ * read before main(): no file. */
 static const char *refresh_prepare(void)
 {
 	struct cpu_facts *facts = &refresh_verdict.facts;
 	const char *reason;
 
 	cpu_probe_instructions(facts);
-	cpu_probe_kernel(facts);
-	refresh_tsc_offered_at_start = facts->kernel_offers_tsc;
+	refresh_recall_kernel(facts);
+	refresh_narrowest_ever_ns = 0;
+	refresh_slow_rounds = 0;
 	reason = cpu_unusable_reason(facts, false);
 	if (reason == NULL)
 		reason = cpu_choose_reading(facts, refresh_relaxed, &refresh_verdict.reading);
@@ -620,25 +785,6 @@ static const char *refresh_prepare(void)
 	refresh_verdict.trusted = false;
 	refresh_started_ns = refresh_mono_ns();
 	return reason;
-}
-
-/* The kernel again, each round: its watchdog may drop the TSC at any time
- * (a VM migrated to a host whose TSC disagrees), and the clocksource may
- * change. The processor's answers cannot change, and under a hypervisor
- * each CPUID is a VM exit. */
-static const char *refresh_recheck_kernel(void)
-{
-	struct cpu_facts *facts = &refresh_verdict.facts;
-	enum cpu_clocksource_kind before = facts->clocksource_kind;
-
-	cpu_probe_kernel(facts);
-	if (facts->clocksource_kind != before) {
-		debug_log("clocksource now %s: %s", facts->clocksource,
-			  evidence_describe(facts->clocksource_kind));
-		refresh_verdict.steady_rounds = 0;
-	}
-	return cpu_unusable_reason(facts,
-				   refresh_tsc_offered_at_start && !facts->kernel_offers_tsc);
 }
 
 static bool refresh_stop_asked(void)
@@ -854,17 +1000,6 @@ static void *refresh_main(void *unused)
 		uint64_t start = refresh_mono_ns();
 		uint64_t next = refresh_interval_after(round, refresh_configured_interval_ns);
 
-		reason = round == 0 ? NULL : refresh_recheck_kernel();
-		if (reason != NULL) {
-			__atomic_store_n(&table_shared.api_flags,
-					 refresh_apis_ever_published ? CLOCK_LIBC_CLAMPED : 0,
-					 __ATOMIC_RELEASE);
-			table_set_validity(0, 0);
-			refresh_verdict.unusable = reason;
-			debug_log("answering with libc from now on: %s", reason);
-			refresh_quit();
-			return NULL;
-		}
 		refresh_after_round(round, refresh_round(next));
 		refresh_wait(refresh_next_deadline(start + refresh_round_interval_ns));
 	}
@@ -925,8 +1060,10 @@ void refresh_start(void)
 	pthread_attr_destroy(&attr);
 	pthread_sigmask(SIG_SETMASK, &saved, NULL);
 	if (created != 0) {
-		debug_log("cannot start the refresh thread (%s); answering with libc",
-			  strerror(created));
+		/* The number, not strerror: its translation may open a
+		 * message catalogue. */
+		debug_log("cannot start the refresh thread (error %d); answering with libc",
+			  created);
 		refresh_set_state(REFRESH_OFF);
 	} else {
 		/* Unless the thread has already quit (and detached itself). */
@@ -1079,6 +1216,10 @@ bool refresh_calibrate_now(void)
 
 	memset(&refresh_choice, 0, sizeof refresh_choice);
 	refresh_apis_chosen = false;
+	/* The tools: they may read files, and describe every CPU. */
+	cpu_probe_kernel(&refresh_kernel_facts);
+	refresh_kernel_read = true;
+	refresh_whole_cpuset = true;
 	if (refresh_prepare() != NULL || !refresh_read_affinity())
 		return false;
 	memcpy(saved, refresh_start_mask, sizeof saved);

@@ -71,6 +71,12 @@ extern struct refresh_verdict refresh_verdict;
 /* Records the settings; cheap, called by the constructor. The processor
  * and the kernel are judged by the refresh thread when it starts. */
 void refresh_configure(const struct settings *settings);
+/* Reads the kernel's clocksource, for the refresh thread to judge when it
+ * starts: called by the constructor, before main(), as the one file the
+ * library opens. While the program runs, a descriptor of ours could take
+ * the number the program expects from its next open, or be closed under
+ * it by a program that closes what it does not know. */
+void refresh_read_kernel(void);
 enum refresh_state {
 	REFRESH_IDLE,	  /* no thread yet: the next time call starts one */
 	REFRESH_STARTING, /* one caller is creating it */

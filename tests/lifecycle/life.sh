@@ -4,8 +4,11 @@
 life_builddir=${abs_top_builddir:-$(pwd)}
 life_lib=$life_builddir/src/.libs/libfasttime.so
 life_tap=$life_builddir/tests/lifecycle/.libs/liblifetap.so
+# Counts the descriptors made beneath the library (opens.c), for the tests
+# that set life_preload_after=$life_opens.
+life_opens=$life_builddir/tests/lifecycle/.libs/liblifeopens.so
 
-for f in "$life_lib" "$life_tap"; do
+for f in "$life_lib" "$life_tap" "$life_opens"; do
 	if test ! -f "$f"; then
 		echo "missing $f: run 'make check' (abs_top_builddir=$life_builddir)"
 		exit 99
@@ -26,7 +29,7 @@ export FASTTIME_FORCE
 
 # Runs tests/lifecycle/NAME [ARGS] under libfasttime.so, with the tap behind
 # it (it counts what fasttime passes on to libc), and behind that whatever
-# $life_preload_after names. Sanitizer builds: the
+# $life_preload_after names, when set. Sanitizer builds: the
 # preloaded library comes before the sanitizer's runtime, the fork test
 # starts a thread in a forked child on purpose, and ThreadSanitizer's pause
 # of a second at every process exit would trip the watchdogs of the tests

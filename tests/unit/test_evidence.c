@@ -67,6 +67,22 @@ START_TEST(test_evidence_rate_bound)
 }
 END_TEST
 
+/* A vDSO clock that became a system call (40 ns sandwiches, then 1.2 us)
+ * says the kernel left the TSC; load-sized widening, a clock that was a
+ * system call from the start, or no earlier round, does not. */
+START_TEST(test_evidence_slowed_clock)
+{
+	ck_assert(evidence_kernel_clock_slowed(40, 1200));
+	ck_assert(evidence_kernel_clock_slowed(40, 40 + EVIDENCE_SLOW_MIN_NS));
+	ck_assert(!evidence_kernel_clock_slowed(40, 40 + EVIDENCE_SLOW_MIN_NS - 1));
+	ck_assert(!evidence_kernel_clock_slowed(40, 150));
+	ck_assert(!evidence_kernel_clock_slowed(1200, 1200 * EVIDENCE_SLOW_FACTOR - 1));
+	ck_assert(evidence_kernel_clock_slowed(1200, 1200 * EVIDENCE_SLOW_FACTOR));
+	ck_assert(!evidence_kernel_clock_slowed(1200, 40));
+	ck_assert(!evidence_kernel_clock_slowed(0, 5000));
+}
+END_TEST
+
 Suite *suite_evidence(void)
 {
 	Suite *s = suite_create("evidence");
@@ -75,6 +91,7 @@ Suite *suite_evidence(void)
 	tcase_add_test(tc, test_evidence_trust);
 	tcase_add_test(tc, test_evidence_error_bound);
 	tcase_add_test(tc, test_evidence_rate_bound);
+	tcase_add_test(tc, test_evidence_slowed_clock);
 	suite_add_tcase(s, tc);
 	return s;
 }
