@@ -27,27 +27,39 @@ static bool clock_careful_finish(uint64_t tsc, struct calib_line line, uint64_t 
 	return true;
 }
 
+/* This thread is on cpu, which has no line: libc answers, and the refresh
+ * thread learns that a thread of the program runs here (table_want_line).
+ * Remembers the CPU for the fast read's guess. */
+static bool clock_careful_no_line(uint32_t cpu)
+{
+	clock_thread.last_cpu = cpu;
+	table_want_line(cpu);
+	return false;
+}
+
 /* rdtscp and the line of the CPU it names; remembers the CPU for the fast
  * read's guess. Where rseq says the thread is on a CPU with no line, no
  * counter is read: libc answers at about its own cost. */
 static bool clock_careful_ordered_ns(uint64_t *ns_out)
 {
 	uint64_t valid_from, valid_ticks, tsc;
+	struct calib_line line;
 	uint32_t aux, cpu;
 
 	if (cpu_rseq_cpu_id_offset != 0) {
 		cpu = cpu_rseq_current();
-		if (cpu < CPU_MAX_CPUS && table_load(cpu).mult == 0) {
-			clock_thread.last_cpu = cpu;
-			return false;
-		}
+		if (cpu < CPU_MAX_CPUS && table_load(cpu).mult == 0)
+			return clock_careful_no_line(cpu);
 	}
 	valid_from = __atomic_load_n(&table_shared.valid_from_tsc, __ATOMIC_ACQUIRE);
 	valid_ticks = __atomic_load_n(&table_shared.valid_ticks, __ATOMIC_ACQUIRE);
 	tsc = cpu_rdtscp(&aux);
 	cpu = cpu_from_tsc_aux(aux);
+	line = table_load(cpu);
+	if (line.mult == 0)
+		return clock_careful_no_line(cpu);
 	clock_thread.last_cpu = cpu;
-	return clock_careful_finish(tsc, table_load(cpu), valid_from, valid_ticks, ns_out);
+	return clock_careful_finish(tsc, line, valid_from, valid_ticks, ns_out);
 }
 
 /* The CPU id from rseq (inline, one load) or from getcpu. */
@@ -73,10 +85,8 @@ static bool clock_careful_checked_ns(uint32_t flags, uint64_t *ns_out)
 		if (cpu >= CPU_MAX_CPUS)
 			return false;
 		line = table_load(cpu);
-		if (line.mult == 0) {
-			clock_thread.last_cpu = cpu;
-			return false;
-		}
+		if (line.mult == 0)
+			return clock_careful_no_line(cpu);
 		valid_from = __atomic_load_n(&table_shared.valid_from_tsc, __ATOMIC_ACQUIRE);
 		valid_ticks = __atomic_load_n(&table_shared.valid_ticks, __ATOMIC_ACQUIRE);
 		tsc = (flags & CLOCK_READ_LFENCE) ? cpu_rdtsc_fenced() : cpu_rdtsc();

@@ -1,14 +1,14 @@
 /* The refresh thread and the calibration rounds it runs.
  *
- * Each round it pins itself in turn to every CPU of the program's (the
- * CPUs it inherited from the thread that started it, as changed since, less
- * those the main thread has left: refresh_program_cpus), takes sandwiches
- * of the kernel's CLOCK_MONOTONIC around a counter read taken the way this
- * CPU allows, and hands the narrowest to the calibration arithmetic; what
- * comes out is published for readers. Between rounds it runs wherever the
- * scheduler puts it among those CPUs. It opens no file while the program
- * runs: the clocksource was read before main() (refresh_read_kernel), and
- * the CPUs come from sched_getaffinity, which leaves out offline ones. */
+ * Each round it pins itself in turn to every CPU of the program's (its own,
+ * the main thread's, and those where readers found no line:
+ * refresh_cpus_to_visit), takes sandwiches of the kernel's CLOCK_MONOTONIC
+ * around a counter read taken the way this CPU allows, and hands the
+ * narrowest to the calibration arithmetic; what comes out is published for
+ * readers. Between rounds it runs wherever the scheduler puts it among its
+ * own CPUs. It opens no file while the program runs: the clocksource was
+ * read before main() (refresh_read_kernel), and the CPUs come from
+ * sched_getaffinity, which leaves out offline ones, and from the readers. */
 #include "config.h"
 
 #include "refresh.h"
@@ -90,7 +90,7 @@ static unsigned refresh_lines_published;
 static uint32_t refresh_apis_ever_published;
 static uint64_t refresh_started_ns;
 
-#define REFRESH_MASK_WORDS (CPU_MAX_CPUS / (8 * sizeof(unsigned long)))
+#define REFRESH_MASK_WORDS TABLE_WANTED_WORDS
 /* The CPUs the thread found itself allowed when it started (its creator's),
  * or as someone else set them since (taskset -a, a program that moves
  * every thread of its own). */
@@ -106,8 +106,21 @@ static bool refresh_moved;
  * the caller's own affinity: they describe the machine. The library's
  * thread visits only the program's CPUs. */
 static bool refresh_whole_cpuset;
-/* Those the last round could pin to: where the thread runs between rounds. */
+/* Those the last round could pin to. */
 static unsigned long refresh_usable_mask[REFRESH_MASK_WORDS];
+/* The thread's own CPUs (refresh_start_mask narrowed to the main thread's)
+ * that the last round could pin to, or all of them when it could pin to
+ * none: where the thread runs between rounds. Never a CPU it visits only
+ * for other threads: a pinned poller's CPU gets a round's pin, not the
+ * watch's wake-ups. */
+static unsigned long refresh_home_mask[REFRESH_MASK_WORDS];
+/* What the last round visited: a CPU reported since (table_wanted) that is
+ * not in it starts a round at the watch's next look. */
+static unsigned long refresh_visit_mask[REFRESH_MASK_WORDS];
+/* The main thread's CPUs at the last round: a change is a move of the
+ * program, and the CPUs readers reported are forgotten. */
+static unsigned long refresh_main_mask[REFRESH_MASK_WORDS];
+static bool refresh_main_known;
 /* One round's samples, taken before any line moves (too large for the
  * thread's stack on machines with thousands of CPUs). */
 static struct calib_sample refresh_round_samples[CPU_MAX_CPUS];
@@ -198,6 +211,9 @@ static bool refresh_mask_moved(void)
 	memcpy(refresh_start_mask, found, sizeof found);
 	memcpy(refresh_own_mask, found, sizeof found);
 	refresh_moved = true;
+	/* The whole process was moved (taskset -a -p): the CPUs its threads
+	 * ran on before say nothing of where they run now. */
+	table_wanted_clear();
 	return true;
 }
 
@@ -228,11 +244,12 @@ static bool refresh_cpu_answers(const struct refresh_cpu *c)
 	return c->allowed && !c->dropped && c->calib.line.mult != 0;
 }
 
-/* Runs the thread anywhere among the CPUs the last round could pin to, so
- * that its waiting and its measurements land on no one fixed CPU. */
+/* Runs the thread anywhere among its own CPUs that the last round could
+ * pin to, so that its waiting and its measurements land on no one fixed
+ * CPU, and on no CPU it visits only for other threads. */
 static void refresh_unpin(void)
 {
-	refresh_set_own_mask(refresh_usable_mask);
+	refresh_set_own_mask(refresh_home_mask);
 }
 
 /* One sandwich: the kernel's monotonic clock, the counter read as the
@@ -412,35 +429,72 @@ static bool refresh_cpu_steady(const struct refresh_cpu *c)
 				   c->calib.slope_mult);
 }
 
-/* The CPUs this round visits. The library's thread: its own CPUs
- * (refresh_start_mask, as someone else may have changed them since),
- * narrowed to the main thread's where the two overlap. The main thread
- * shows a program that moved it, or a whole process moved at run time even
- * where the change to this thread was lost (made between its look and its
- * pin, which then undid it). Never widened: no program thread is known to
- * run elsewhere. sched_getaffinity leaves out offline CPUs; one that comes
- * online is visited once the masks allow it. The tools: every online CPU
- * their cpuset lets them pin to (sysfs). */
-static void refresh_cpus_to_visit(unsigned long *visit)
+/* The main thread's CPUs into main_cpus; false (and none) when they cannot
+ * be had. A change since the last round moved the program (the main thread
+ * alone, or every thread with the change to this one lost): the CPUs
+ * readers reported are forgotten, and those still without a line report
+ * again. */
+static bool refresh_main_cpus(unsigned long *main_cpus)
+{
+	memset(main_cpus, 0, REFRESH_MASK_WORDS * sizeof *main_cpus);
+	if (sched_getaffinity(getpid(), REFRESH_MASK_WORDS * sizeof *main_cpus,
+			      (cpu_set_t *)main_cpus) != 0)
+		return false;
+	if (refresh_main_known && !cpu_mask_equal(main_cpus, refresh_main_mask, REFRESH_MASK_WORDS))
+		table_wanted_clear();
+	memcpy(refresh_main_mask, main_cpus, sizeof refresh_main_mask);
+	refresh_main_known = true;
+	return true;
+}
+
+/* The CPUs this round visits, and the thread's own among them (home). The
+ * library's thread visits every CPU a thread of the program is known to run
+ * on, and no other: its own CPUs (refresh_start_mask, as someone else may
+ * have changed them since), narrowed to the main thread's where the two
+ * overlap; the main thread's; and those where readers found no line
+ * (table_wanted: a worker pinned to a CPU of its own). The narrowing keeps
+ * a whole process moved at run time within its new CPUs even where the
+ * change to this thread was lost (made between its look and its pin, which
+ * then undid it): the main thread shows the move. sched_getaffinity leaves
+ * out offline CPUs, and the pin refuses them and those outside the cpuset.
+ * The tools: every online CPU their cpuset lets them pin to (sysfs). */
+static void refresh_cpus_to_visit(unsigned long *visit, unsigned long *home)
 {
 	unsigned long main_cpus[REFRESH_MASK_WORDS], narrowed[REFRESH_MASK_WORDS];
+	unsigned long wanted[REFRESH_MASK_WORDS];
 
 	if (refresh_whole_cpuset) {
 		if (!cpu_online_mask(visit, REFRESH_MASK_WORDS))
 			memcpy(visit, refresh_start_mask, sizeof refresh_start_mask);
+		memcpy(home, visit, sizeof refresh_home_mask);
 		return;
 	}
 	/* A change since the last round is taken in here; it is no reason
 	 * to stop this round's walk. */
 	refresh_mask_moved();
 	refresh_moved = false;
-	memcpy(visit, refresh_start_mask, sizeof refresh_start_mask);
-	memset(main_cpus, 0, sizeof main_cpus);
-	if (sched_getaffinity(getpid(), sizeof main_cpus, (cpu_set_t *)main_cpus) != 0)
-		return;
-	memcpy(narrowed, visit, sizeof narrowed);
-	if (cpu_mask_and(narrowed, main_cpus, REFRESH_MASK_WORDS))
-		memcpy(visit, narrowed, sizeof narrowed);
+	memcpy(home, refresh_start_mask, sizeof refresh_start_mask);
+	if (refresh_main_cpus(main_cpus)) {
+		memcpy(narrowed, home, sizeof narrowed);
+		if (cpu_mask_and(narrowed, main_cpus, REFRESH_MASK_WORDS))
+			memcpy(home, narrowed, sizeof narrowed);
+	}
+	/* Read after any clearing above: a report made since stays. */
+	table_wanted_copy(wanted);
+	for (unsigned i = 0; i < REFRESH_MASK_WORDS; i++)
+		visit[i] = home[i] | main_cpus[i] | wanted[i];
+}
+
+/* Whether a reader reported a CPU the last round did not visit. */
+static bool refresh_wanted_new(void)
+{
+	unsigned long wanted[REFRESH_MASK_WORDS];
+
+	table_wanted_copy(wanted);
+	for (unsigned i = 0; i < REFRESH_MASK_WORDS; i++)
+		if (wanted[i] & ~refresh_visit_mask[i])
+			return true;
+	return false;
 }
 
 /* A CPU the thread does not visit (any more): its line is withdrawn, so
@@ -498,7 +552,7 @@ unsigned refresh_round(uint64_t scheduled_ns)
 {
 	uint64_t next_interval_ns = scheduled_ns;
 	bool restart = refresh_discontinuity;
-	unsigned long visit[REFRESH_MASK_WORDS];
+	unsigned long visit[REFRESH_MASK_WORDS], home[REFRESH_MASK_WORDS];
 	uint64_t round_start_tsc = cpu_read_stamp(refresh_sample_reading).tsc;
 	unsigned long sampled[REFRESH_MASK_WORDS];
 	struct calib_sample narrowest = { .width_ns = UINT64_MAX };
@@ -508,7 +562,8 @@ unsigned refresh_round(uint64_t scheduled_ns)
 
 	__atomic_store_n(&refresh_in_round, true, __ATOMIC_RELAXED);
 	refresh_realtime_offset();
-	refresh_cpus_to_visit(visit);
+	refresh_cpus_to_visit(visit, home);
+	memcpy(refresh_visit_mask, visit, sizeof refresh_visit_mask);
 	refresh_leave_others(visit);
 	memset(refresh_usable_mask, 0, sizeof refresh_usable_mask);
 	memset(sampled, 0, sizeof sampled);
@@ -583,6 +638,11 @@ unsigned refresh_round(uint64_t scheduled_ns)
 	}
 	if (usable == 0)
 		memcpy(refresh_usable_mask, refresh_start_mask, sizeof refresh_usable_mask);
+	/* Home is never empty: refresh_start_mask, which it comes from, holds
+	 * the CPU the thread runs on. */
+	memcpy(refresh_home_mask, home, sizeof refresh_home_mask);
+	if (!cpu_mask_and(refresh_home_mask, refresh_usable_mask, REFRESH_MASK_WORDS))
+		memcpy(refresh_home_mask, home, sizeof refresh_home_mask);
 	refresh_unpin();
 	/* Readers trust the lines until the watch's next look renews them
 	 * (watch.h); after that (a stopped or starved thread, a suspend) they
@@ -605,19 +665,29 @@ static bool refresh_read_affinity(void)
 		return false;
 	memcpy(refresh_own_mask, refresh_start_mask, sizeof refresh_own_mask);
 	memcpy(refresh_usable_mask, refresh_start_mask, sizeof refresh_usable_mask);
+	memcpy(refresh_home_mask, refresh_start_mask, sizeof refresh_home_mask);
+	memcpy(refresh_visit_mask, refresh_start_mask, sizeof refresh_visit_mask);
 	refresh_moved = false;
+	refresh_main_known = false;
 	return true;
 }
 
 /* The next CPU after the last choice's that has a line: the measurement
- * needs one, and moves from CPU to CPU rather than load one. */
+ * needs one, and moves from CPU to CPU rather than load one. One of the
+ * thread's own CPUs where it can: a CPU visited only for other threads (a
+ * pinned poller's) gets a round's pin, not the measurement too. */
 static bool refresh_cpu_for_choice(uint32_t *cpu_out)
 {
-	for (uint32_t i = 1; i <= CPU_MAX_CPUS; i++) {
-		uint32_t cpu = (refresh_choice.cpu + i) % CPU_MAX_CPUS;
-		if (refresh_cpu_answers(&refresh_cpus[cpu])) {
-			*cpu_out = cpu;
-			return true;
+	for (int pass = 0; pass < 2; pass++) {
+		for (uint32_t i = 1; i <= CPU_MAX_CPUS; i++) {
+			uint32_t cpu = (refresh_choice.cpu + i) % CPU_MAX_CPUS;
+
+			if (pass == 0 && !cpu_mask_has(refresh_home_mask, cpu))
+				continue;
+			if (refresh_cpu_answers(&refresh_cpus[cpu])) {
+				*cpu_out = cpu;
+				return true;
+			}
 		}
 	}
 	return false;
@@ -890,7 +960,10 @@ void refresh_renew_validity(void)
 }
 
 /* Sleeps on CLOCK_MONOTONIC until the deadline, looking every watch period;
- * returns early when a look finds a round due now. */
+ * returns early when a look finds a round due now, or a reader reported a
+ * CPU without a line that the last round did not visit: its line then
+ * comes within a watch period and a first line's wait, not a whole
+ * interval later. */
 static void refresh_wait(uint64_t deadline_ns)
 {
 	for (;;) {
@@ -902,6 +975,10 @@ static void refresh_wait(uint64_t deadline_ns)
 									: now + WATCH_PERIOD_NS);
 		if (refresh_stop_asked())
 			return;
+		if (refresh_wanted_new()) {
+			debug_log("a reader runs on a CPU without a line: a round now");
+			return;
+		}
 		if (refresh_mono_ns() < deadline_ns && refresh_watch_look())
 			return;
 	}
@@ -1193,6 +1270,8 @@ void refresh_after_fork_in_child(void)
 	 * join, or to tell to stop. */
 	refresh_owner_pid = getpid();
 	refresh_has_unjoined = false;
+	/* The CPUs the parent's other threads ran on: none of them is here. */
+	table_wanted_clear();
 	__atomic_store_n(&refresh_stop_word, 0, __ATOMIC_RELAXED);
 	if (state == REFRESH_RUNNING || state == REFRESH_STARTING || state == REFRESH_STOPPING)
 		refresh_set_state(REFRESH_IDLE);

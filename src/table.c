@@ -7,6 +7,9 @@
 
 struct table_record table_records[CPU_MAX_CPUS];
 struct table_shared table_shared;
+/* Aligned, and a whole number of cache lines: the readers' rare writes here
+ * never take a line the read path loads. */
+unsigned long table_wanted[TABLE_WANTED_WORDS] __attribute__((aligned(64)));
 
 /* One 16-byte store as a lock cmpxchg16b loop: the only instruction that
  * writes 16 bytes atomically on every x86-64 CPU that has it. */
@@ -55,4 +58,17 @@ void table_set_validity(uint64_t valid_from_tsc, uint64_t valid_ticks)
 	__atomic_store_n(&table_shared.valid_ticks, 0, __ATOMIC_RELEASE);
 	__atomic_store_n(&table_shared.valid_from_tsc, valid_from_tsc, __ATOMIC_RELEASE);
 	__atomic_store_n(&table_shared.valid_ticks, valid_ticks, __ATOMIC_RELEASE);
+}
+
+void table_wanted_copy(unsigned long *into)
+{
+	for (unsigned i = 0; i < TABLE_WANTED_WORDS; i++)
+		into[i] = __atomic_load_n(&table_wanted[i], __ATOMIC_RELAXED);
+}
+
+void table_wanted_clear(void)
+{
+	for (unsigned i = 0; i < TABLE_WANTED_WORDS; i++)
+		if (__atomic_load_n(&table_wanted[i], __ATOMIC_RELAXED) != 0)
+			__atomic_store_n(&table_wanted[i], 0, __ATOMIC_RELAXED);
 }

@@ -3,7 +3,12 @@
  * The writer swaps each 16-byte record with cmpxchg16b; readers load it with
  * one aligned 16-byte SSE load, which is atomic on every CPU that has AVX
  * (cpu_unusable_reason refuses the others). A locked cmpxchg16b would cost
- * the reader more than libc's whole call. */
+ * the reader more than libc's whole call.
+ *
+ * The one thing a reader writes is its CPU's bit in table_wanted, once, when
+ * it finds that CPU without a line: the writer's own affinity does not say
+ * where the program's other threads run (a poller pinned to a CPU of its
+ * own), so they say it themselves. */
 #ifndef FASTTIME_TABLE_H
 #define FASTTIME_TABLE_H
 
@@ -37,12 +42,40 @@ struct table_shared {
 
 extern __attribute__((visibility("hidden"))) struct table_shared table_shared;
 
+/* The CPUs on which readers found no line, one bit each, on cache lines of
+ * their own: set by readers (table_want_line), read and cleared by the
+ * writer. */
+#define TABLE_WANTED_WORDS (CPU_MAX_CPUS / (8 * sizeof(unsigned long)))
+extern __attribute__((visibility("hidden"))) unsigned long table_wanted[TABLE_WANTED_WORDS];
+
 /* Publishes one CPU's line atomically. */
 void table_publish(uint32_t cpu, struct calib_line line);
 /* Makes readers on this CPU answer with libc. */
 void table_withdraw(uint32_t cpu);
 /* Makes every record stale at once (fork child before its refresh thread). */
 void table_set_validity(uint64_t valid_from_tsc, uint64_t valid_ticks);
+
+/* The writer's copy of table_wanted, and its clearing: the program's threads
+ * moved, and those still without a line say so again. */
+void table_wanted_copy(unsigned long *into);
+void table_wanted_clear(void);
+
+/* A reader on cpu found no line there: sets cpu's bit unless it is set
+ * already. The load first, so that a reader left without a line (a CPU the
+ * writer cannot reach) writes the shared word once, not at every call. No
+ * lock, no call. */
+static inline void table_want_line(uint32_t cpu)
+{
+	const unsigned bits = 8 * sizeof(unsigned long);
+	unsigned long bit = 1ul << (cpu % bits);
+	unsigned long *word;
+
+	if (cpu >= CPU_MAX_CPUS)
+		return;
+	word = &table_wanted[cpu / bits];
+	if (!(__atomic_load_n(word, __ATOMIC_RELAXED) & bit))
+		__atomic_fetch_or(word, bit, __ATOMIC_RELAXED);
+}
 
 static inline struct calib_line table_load(uint32_t cpu)
 {

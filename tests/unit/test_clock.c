@@ -44,6 +44,7 @@ static void clock_test_setup(void)
 	memset(table_records, 0, sizeof table_records);
 	memset(&table_shared, 0, sizeof table_shared);
 	memset(&clock_thread, 0, sizeof clock_thread);
+	table_wanted_clear();
 	clock_test_pinned = false;
 	clock_test_cpu = sched_getcpu();
 	if (clock_test_cpu < 0 ||
@@ -544,6 +545,56 @@ START_TEST(test_clock_fast_gives_up)
 }
 END_TEST
 
+/* Whether cpu's bit is set in the CPUs readers found without a line. */
+static bool clock_test_wanted(uint32_t cpu)
+{
+	unsigned long wanted[TABLE_WANTED_WORDS];
+
+	table_wanted_copy(wanted);
+	return cpu_mask_has(wanted, cpu);
+}
+
+/* A careful read that finds this CPU without a line reports it, so that the
+ * refresh thread visits it; one that finds a line, or a stale table, does
+ * not. The report is made once and stays until the writer clears it. */
+START_TEST(test_clock_no_line_reported)
+{
+	uint32_t mode = clock_test_modes[_i];
+	struct calib_line line =
+	    clock_test_line_at(CLOCK_TEST_MULT, clock_test_tsc(), 400 * NS_PER_SEC);
+	uint32_t cpu = (uint32_t)clock_test_cpu;
+	unsigned long wanted[TABLE_WANTED_WORDS], none[TABLE_WANTED_WORDS];
+	struct timespec ts;
+
+	ck_assert_msg(clock_test_pinned, "cannot pin the test thread to its CPU");
+	memset(none, 0, sizeof none);
+	clock_test_publish_all(line);
+	table_set_validity(0, UINT64_MAX);
+	ck_assert(clock_careful_monotonic(mode, &ts));
+	table_wanted_copy(wanted);
+	ck_assert(memcmp(wanted, none, sizeof none) == 0);
+
+	/* Stale: the line is there, the thread is late; nothing to report. */
+	table_set_validity(0, 0);
+	table_set_validity(clock_test_tsc() + (1ull << 40), 0);
+	ck_assert(!clock_careful_monotonic(mode, &ts));
+	ck_assert(!clock_test_wanted(cpu));
+
+	table_set_validity(0, UINT64_MAX);
+	table_withdraw(cpu);
+	ck_assert(!clock_careful_monotonic(mode, &ts));
+	ck_assert(!clock_careful_realtime(mode, &ts));
+	table_wanted_copy(wanted);
+	ck_assert(cpu_mask_has(wanted, cpu));
+	cpu_mask_set(none, cpu);
+	ck_assert_msg(memcmp(wanted, none, sizeof none) == 0, "a CPU other than %u reported", cpu);
+	table_wanted_clear();
+	ck_assert(!clock_test_wanted(cpu));
+	ck_assert(!clock_careful_monotonic(mode, &ts));
+	ck_assert(clock_test_wanted(cpu));
+}
+END_TEST
+
 /* A record published with no slope is stored as (0, 0), whatever its
  * offset: that is what lets the fast read skip a test of its own. */
 START_TEST(test_clock_no_slope_stored_empty)
@@ -576,6 +627,7 @@ Suite *suite_clock(void)
 	tcase_add_loop_test(tc, test_clock_clamp, 0, modes);
 	tcase_add_loop_test(tc, test_clock_stale, 0, modes);
 	tcase_add_loop_test(tc, test_clock_no_line, 0, modes);
+	tcase_add_loop_test(tc, test_clock_no_line_reported, 0, modes);
 	tcase_add_loop_test(tc, test_clock_realtime_reanchored, 0, modes);
 	tcase_add_loop_test(tc, test_clock_fast_gives_up, 0, modes);
 	tcase_add_test(tc, test_clock_no_slope_stored_empty);

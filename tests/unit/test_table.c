@@ -20,6 +20,7 @@ static void table_test_setup(void)
 {
 	memset(table_records, 0, sizeof table_records);
 	memset(&table_shared, 0, sizeof table_shared);
+	table_wanted_clear();
 }
 
 static void table_test_teardown(void)
@@ -78,6 +79,33 @@ START_TEST(test_table_out_of_range)
 	table_withdraw(UINT32_MAX);
 	for (uint32_t cpu = 0; cpu < CPU_MAX_CPUS; cpu++)
 		table_check_record(cpu, 0, 0);
+}
+END_TEST
+
+/* A reader's report sets its CPU's bit, once, and no other; a CPU beyond
+ * the table is ignored; the writer's clear forgets them all. */
+START_TEST(test_table_wanted)
+{
+	unsigned long wanted[TABLE_WANTED_WORDS], expected[TABLE_WANTED_WORDS];
+
+	memset(expected, 0, sizeof expected);
+	table_wanted_copy(wanted);
+	ck_assert(memcmp(wanted, expected, sizeof expected) == 0);
+	table_want_line(0);
+	table_want_line(65);
+	table_want_line(65);
+	table_want_line(CPU_MAX_CPUS - 1);
+	table_want_line(CPU_MAX_CPUS);
+	table_want_line(UINT32_MAX);
+	cpu_mask_set(expected, 0);
+	cpu_mask_set(expected, 65);
+	cpu_mask_set(expected, CPU_MAX_CPUS - 1);
+	table_wanted_copy(wanted);
+	ck_assert(memcmp(wanted, expected, sizeof expected) == 0);
+	table_wanted_clear();
+	memset(expected, 0, sizeof expected);
+	table_wanted_copy(wanted);
+	ck_assert(memcmp(wanted, expected, sizeof expected) == 0);
 }
 END_TEST
 
@@ -255,6 +283,7 @@ Suite *suite_table(void)
 	tcase_add_test(tc, test_table_round_trip);
 	tcase_add_test(tc, test_table_out_of_range);
 	tcase_add_test(tc, test_table_validity);
+	tcase_add_test(tc, test_table_wanted);
 	suite_add_tcase(suite, tc);
 
 	tc = tcase_create("concurrency");
