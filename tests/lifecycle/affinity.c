@@ -1,6 +1,8 @@
-/* The refresh thread stays within the program's CPUs. Latency setups keep
- * CPUs free of everything (isolcpus, nohz_full, a pinned poller): a thread
- * of ours must not wake there.
+/* The refresh thread stays within the program's CPUs, and serves every one
+ * of them that a reader runs on. Latency setups keep CPUs free of
+ * everything (isolcpus, nohz_full): a thread of ours must not wake there;
+ * and they pin their pollers to CPUs of their own, where the clock must
+ * still answer from the TSC.
  *
  * inherited: the program runs on one CPU of its own (as under taskset -c)
  *   from before its first time call; the refresh thread it starts must
@@ -8,18 +10,28 @@
  * moved: the program starts with all its CPUs, reads the clock, then moves
  *   every thread of the process to one CPU (as taskset -a -p does); the
  *   refresh thread must stay there from the next round on.
+ * workers: the main thread runs on one CPU and makes the first time call;
+ *   a worker pinned to a second CPU (a pinned poller) then reads the clock
+ *   for about 2 s, and must be answered from the TSC there; the refresh
+ *   thread must never be allowed on, nor be seen on, a third CPU, nor be
+ *   allowed on two CPUs at once (between rounds it stays on its own).
+ * worker-first: as workers, but the worker makes the first time call (the
+ *   refresh thread inherits the worker's CPU), then the main thread must be
+ *   answered from the TSC on its own CPU.
  *
  * The thread is looked at about 400 times, 5 ms apart, with a 10 ms
  * interval between its rounds (the .test script): its allowed CPUs
  * (sched_getaffinity of its id) and the CPU it last ran on (field 39 of
  * /proc/self/task/TID/stat). Skips with fewer than two CPUs.
  *
- * Usage: affinity inherited|moved */
+ * Usage: affinity inherited|moved|workers|worker-first */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <sched.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +40,9 @@
 #include "life.h"
 
 #define AFFINITY_LOOKS 400u
+/* How long a worker reads the clock, and in batches of how many reads. */
+#define AFFINITY_WORKER_MS 2000u
+#define AFFINITY_BATCH	   1000u
 
 /* The CPU thread tid last ran on (field 39 of its stat), or -1. */
 static int affinity_last_cpu(pid_t tid)
@@ -76,33 +91,22 @@ static void affinity_move_all(int cpu)
 	closedir(dir);
 }
 
-int main(int argc, char **argv)
+/* Pins the calling thread to cpu alone. */
+static void affinity_pin_self(int cpu)
 {
-	cpu_set_t process, one, allowed;
-	unsigned outside_allowed = 0, outside_ran = 0;
-	int home = -1, last;
-	pid_t tid = -1;
-	bool moved;
+	cpu_set_t one;
 
-	life_begin("affinity");
-	if (argc != 2 || (strcmp(argv[1], "inherited") != 0 && strcmp(argv[1], "moved") != 0))
-		life_fail("usage: affinity inherited|moved");
-	moved = strcmp(argv[1], "moved") == 0;
-	life_watchdog(60);
-	CPU_ZERO(&process);
-	if (sched_getaffinity(0, sizeof process, &process) != 0)
-		life_fail("sched_getaffinity: %s", strerror(errno));
-	if (CPU_COUNT(&process) < 2)
-		life_skip("this process has one CPU: no other to stay away from");
-	for (int cpu = 0; cpu < CPU_SETSIZE && home < 0; cpu++)
-		if (CPU_ISSET(cpu, &process))
-			home = cpu;
 	CPU_ZERO(&one);
-	CPU_SET(home, &one);
+	CPU_SET(cpu, &one);
+	if (sched_setaffinity(0, sizeof one, &one) != 0)
+		life_fail("sched_setaffinity(%d): %s", cpu, strerror(errno));
+}
 
-	if (!moved && sched_setaffinity(0, sizeof one, &one) != 0)
-		life_fail("sched_setaffinity(%d): %s", home, strerror(errno));
-	life_require_fast();
+/* The refresh thread's id, waiting up to 3 s for it. */
+static pid_t affinity_refresh_thread(void)
+{
+	pid_t tid = -1;
+
 	for (unsigned i = 0; i < 300 && tid < 0; i++) {
 		tid = life_thread_named("fasttime");
 		if (tid < 0)
@@ -112,30 +116,197 @@ int main(int argc, char **argv)
 		life_list_threads();
 		life_fail("no thread named fasttime");
 	}
+	return tid;
+}
+
+/* A worker pinned to its own CPU. */
+struct affinity_worker {
+	int cpu;
+	bool first;	       /* makes the process's first time call */
+	uint64_t batches;      /* of AFFINITY_BATCH reads */
+	uint64_t fast_batches; /* answered wholly from the TSC */
+	uint64_t reads, fallthrough;
+	atomic_bool done;
+};
+
+/* Pins itself, then either makes the first time call (and waits until the
+ * TSC answers it) or reads the clock in batches for AFFINITY_WORKER_MS,
+ * counting the batches the TSC answered alone. */
+static void *affinity_worker_main(void *arg)
+{
+	struct affinity_worker *w = arg;
+	uint64_t end, before;
+
+	affinity_pin_self(w->cpu);
+	if (w->first) {
+		life_require_fast();
+		atomic_store(&w->done, true);
+		return NULL;
+	}
+	before = life_fallthrough();
+	end = life_libc_mono_ns() + AFFINITY_WORKER_MS * LIFE_NS_PER_MS;
+	while (life_libc_mono_ns() < end) {
+		uint64_t batch_before = life_fallthrough();
+
+		for (unsigned i = 0; i < AFFINITY_BATCH; i++)
+			life_mono_ns();
+		w->batches++;
+		w->reads += AFFINITY_BATCH;
+		w->fast_batches += life_fallthrough() == batch_before;
+		/* A poller would spin; a short sleep leaves the shared
+		 * machine some room and changes nothing the test looks at. */
+		life_sleep_ms(1);
+	}
+	w->fallthrough = life_fallthrough() - before;
+	atomic_store(&w->done, true);
+	return NULL;
+}
+
+/* What the looks at the refresh thread found. */
+struct affinity_looks {
+	unsigned looks, outside_allowed, outside_ran, widened;
+};
+
+/* Looks at the refresh thread AFFINITY_LOOKS times, or until *until is set
+ * (when given) after at least 100 looks: allowed on, or seen on, a CPU of
+ * the process outside program; allowed on more than one CPU at once. */
+static void affinity_watch(pid_t tid, const cpu_set_t *process, const cpu_set_t *program,
+			   atomic_bool *until, struct affinity_looks *found)
+{
+	memset(found, 0, sizeof *found);
+	for (unsigned i = 0; i < AFFINITY_LOOKS; i++) {
+		cpu_set_t allowed, outside;
+		int last;
+
+		if (until != NULL && i >= 100 && atomic_load(until))
+			break;
+		CPU_ZERO(&allowed);
+		if (sched_getaffinity(tid, sizeof allowed, &allowed) != 0)
+			life_fail("sched_getaffinity(refresh thread): %s", strerror(errno));
+		CPU_AND(&allowed, &allowed, process);
+		if (CPU_COUNT(&allowed) > 1)
+			found->widened++;
+		CPU_XOR(&outside, &allowed, program);
+		CPU_AND(&outside, &outside, &allowed);
+		if (CPU_COUNT(&outside) > 0)
+			found->outside_allowed++;
+		last = affinity_last_cpu(tid);
+		if (last >= 0 && last < CPU_SETSIZE && CPU_ISSET(last, process) &&
+		    !CPU_ISSET(last, program))
+			found->outside_ran++;
+		found->looks++;
+		life_sleep_ms(5);
+	}
+}
+
+/* inherited and moved: the whole program on home alone. */
+static void affinity_one_cpu(bool moved, int home, const cpu_set_t *process)
+{
+	struct affinity_looks found;
+	cpu_set_t one;
+	pid_t tid;
+
+	CPU_ZERO(&one);
+	CPU_SET(home, &one);
+	if (!moved)
+		affinity_pin_self(home);
+	life_require_fast();
+	tid = affinity_refresh_thread();
 	if (moved) {
 		affinity_move_all(home);
 		/* A round that was pinning the thread as it moved may finish
 		 * on the CPU it was on; the next one must not leave. */
 		life_sleep_ms(200);
 	}
-
-	for (unsigned i = 0; i < AFFINITY_LOOKS; i++) {
-		CPU_ZERO(&allowed);
-		if (sched_getaffinity(tid, sizeof allowed, &allowed) != 0)
-			life_fail("sched_getaffinity(refresh thread): %s", strerror(errno));
-		CPU_AND(&allowed, &allowed, &process);
-		CPU_CLR(home, &allowed);
-		if (CPU_COUNT(&allowed) > 0)
-			outside_allowed++;
-		last = affinity_last_cpu(tid);
-		if (last >= 0 && last != home)
-			outside_ran++;
-		life_sleep_ms(5);
-	}
+	affinity_watch(tid, process, &one, NULL, &found);
 	life_say("%s: program on CPU %d; refresh thread allowed elsewhere in %u of %u looks, "
 		 "seen elsewhere in %u",
-		 argv[1], home, outside_allowed, AFFINITY_LOOKS, outside_ran);
-	if (outside_allowed > 0 || outside_ran > 0)
+		 moved ? "moved" : "inherited", home, found.outside_allowed, found.looks,
+		 found.outside_ran);
+	if (found.outside_allowed > 0 || found.outside_ran > 0)
 		life_fail("the refresh thread left the program's CPU %d", home);
+}
+
+/* workers and worker-first: main on home, a worker pinned to other. */
+static void affinity_workers(bool worker_first, int home, int other, const cpu_set_t *process)
+{
+	struct affinity_worker worker = { .cpu = other, .first = worker_first };
+	struct affinity_looks found;
+	cpu_set_t program;
+	pthread_t thread;
+	pid_t tid;
+
+	CPU_ZERO(&program);
+	CPU_SET(home, &program);
+	CPU_SET(other, &program);
+	affinity_pin_self(home);
+	if (!worker_first)
+		life_require_fast();
+	if (pthread_create(&thread, NULL, affinity_worker_main, &worker) != 0)
+		life_fail("pthread_create failed");
+	if (worker_first) {
+		pthread_join(thread, NULL);
+		tid = affinity_refresh_thread();
+		/* The main thread's CPU was never the refresh thread's: its
+		 * calls must be answered from the TSC all the same. */
+		life_mono_ns();
+		if (!life_wait_fast(3000))
+			life_fail("worker-first: the main thread on CPU %d was never answered from "
+				  "the TSC (the refresh thread started on the worker's CPU %d)",
+				  home, other);
+		affinity_watch(tid, process, &program, NULL, &found);
+	} else {
+		tid = affinity_refresh_thread();
+		affinity_watch(tid, process, &program, &worker.done, &found);
+		pthread_join(thread, NULL);
+		life_say("workers: worker on CPU %d: %llu of %llu batches of %u reads answered "
+			 "from the TSC alone, %llu of %llu reads passed to libc",
+			 other, (unsigned long long)worker.fast_batches,
+			 (unsigned long long)worker.batches, AFFINITY_BATCH,
+			 (unsigned long long)worker.fallthrough, (unsigned long long)worker.reads);
+	}
+	life_say("%s: main on CPU %d, worker on CPU %d; refresh thread allowed elsewhere in %u "
+		 "of %u looks, seen elsewhere in %u, allowed on two CPUs at once in %u",
+		 worker_first ? "worker-first" : "workers", home, other, found.outside_allowed,
+		 found.looks, found.outside_ran, found.widened);
+	if (found.outside_allowed > 0 || found.outside_ran > 0)
+		life_fail("the refresh thread left the program's CPUs %d and %d", home, other);
+	if (found.widened > 0)
+		life_fail("between rounds the refresh thread was allowed beyond its own CPU");
+	if (!worker_first && worker.fast_batches == 0)
+		life_fail("workers: the worker pinned to CPU %d was never answered from the TSC",
+			  other);
+}
+
+int main(int argc, char **argv)
+{
+	static const char *const cases[] = { "inherited", "moved", "workers", "worker-first" };
+	cpu_set_t process;
+	int home = -1, other = -1;
+	unsigned which = 0;
+
+	life_begin("affinity");
+	while (argc == 2 && which < 4 && strcmp(argv[1], cases[which]) != 0)
+		which++;
+	if (argc != 2 || which == 4)
+		life_fail("usage: affinity inherited|moved|workers|worker-first");
+	life_watchdog(60);
+	CPU_ZERO(&process);
+	if (sched_getaffinity(0, sizeof process, &process) != 0)
+		life_fail("sched_getaffinity: %s", strerror(errno));
+	if (CPU_COUNT(&process) < 2)
+		life_skip("this process has one CPU: no other to stay away from");
+	for (int cpu = 0; cpu < CPU_SETSIZE && other < 0; cpu++) {
+		if (!CPU_ISSET(cpu, &process))
+			continue;
+		if (home < 0)
+			home = cpu;
+		else
+			other = cpu;
+	}
+	if (which < 2)
+		affinity_one_cpu(which == 1, home, &process);
+	else
+		affinity_workers(which == 3, home, other, &process);
 	return 0;
 }
