@@ -488,15 +488,16 @@ static void refresh_shorten_validity(uint64_t mult)
 /* After the lines went stale (the thread could not run, or not soon
  * enough), their readers answer with libc, the kernel's clock: each line
  * starts again on its next sample, there, rather than continue from where
- * it ran to meanwhile. */
-static void refresh_relaunch_if_lapsed(void)
+ * it ran to meanwhile. True when they did. */
+static bool refresh_relaunch_if_lapsed(void)
 {
 	if (!refresh_lines_lapsed())
-		return;
+		return false;
 	for (uint32_t cpu = 0; cpu < CPU_MAX_CPUS; cpu++)
 		if (refresh_cpu_answers(&refresh_cpus[cpu]))
 			refresh_cpus[cpu].withdrawn = true;
 	debug_log("the lines went stale before this round: restarting them at its samples");
+	return true;
 }
 
 /* Takes from readers each line the round could not sample (the CPU was
@@ -520,6 +521,16 @@ static void refresh_withdraw_unsampled(const unsigned long *renewed)
 	}
 }
 
+/* Learns the rate from c's last sample to sample, where the pair says it
+ * (calib_slope_estimate), before the line restarts there. */
+static void refresh_relearn_rate(struct refresh_cpu *c, const struct calib_sample *sample)
+{
+	uint64_t mult, uncertainty;
+
+	if (calib_slope_estimate(&c->calib, sample, &mult, &uncertainty))
+		c->calib.slope_mult = mult;
+}
+
 /* Moves cpu's line on to its sample, drawn with the machine's slope, from
  * where its readers are now; or, after a discontinuity the watch saw, steps
  * it onto the sample. */
@@ -530,7 +541,11 @@ static bool refresh_update_one(uint32_t cpu, const struct calib_sample *sample,
 
 	state->previous_slope_mult = state->calib.slope_mult;
 	/* A line its readers left (they answer with libc, the kernel's own
-	 * clock) starts again on the sample, where they are. */
+	 * clock) starts again on the sample, where they are, at the rate
+	 * measured since its last sample: lines that lapse round after round
+	 * would otherwise keep a rate the kernel's clock left long ago. */
+	if (!restart && state->withdrawn && state->calib.line.mult != 0)
+		refresh_relearn_rate(state, sample);
 	if (restart || (state->withdrawn && state->calib.line.mult != 0))
 		state->last_outcome = calib_cpu_restart(&state->calib, sample);
 	else
@@ -611,12 +626,19 @@ static bool refresh_realtime_offset(void)
  * they saw there must not be taken back by lines that come back with the
  * old offset (a round or the per-API measurement lasts long enough on a
  * loaded machine for the lines to go stale within it). */
-static void refresh_trust_lines(uint64_t tsc, uint64_t mult, uint64_t window_ns)
+static void refresh_trust_lines(uint64_t tsc, uint64_t mult, uint64_t window_ns, bool restarted)
 {
 	uint64_t valid_from, valid_ticks;
 
 	if (refresh_realtime_known)
 		refresh_realtime_offset();
+	/* Lines that went stale meanwhile (the thread was preempted) are not
+	 * brought back as they are: their readers answered with libc, and a
+	 * line behind the kernel's clock would hold them by their clamp for
+	 * as long as it is behind. The next round restarts them there
+	 * (refresh_relaunch_if_lapsed). */
+	if (!restarted && refresh_lines_lapsed())
+		return;
 	watch_validity(tsc, mult, window_ns, &valid_from, &valid_ticks);
 	table_set_validity(valid_from, valid_ticks);
 	refresh_valid_until_ns = refresh_mono_ns() + window_ns;
@@ -642,7 +664,7 @@ unsigned refresh_round(uint64_t scheduled_ns)
 	uint64_t mult = 0, shared_mult = 0, best_uncertainty = UINT64_MAX;
 	uint64_t round_start_ns = refresh_mono_ns();
 	unsigned with_line = 0, usable = 0;
-	bool steady = true;
+	bool steady = true, relaunched;
 
 	__atomic_store_n(&refresh_in_round, true, __ATOMIC_RELAXED);
 	refresh_realtime_offset();
@@ -704,7 +726,7 @@ unsigned refresh_round(uint64_t scheduled_ns)
 		if (wanted < next_interval_ns)
 			next_interval_ns = wanted;
 	}
-	refresh_relaunch_if_lapsed();
+	relaunched = refresh_relaunch_if_lapsed();
 	refresh_shorten_validity(shared_mult);
 	for (uint32_t cpu = cpu_mask_next(sampled, REFRESH_MASK_WORDS, 0); cpu < CPU_MAX_CPUS;
 	     cpu = cpu_mask_next(sampled, REFRESH_MASK_WORDS, cpu + 1))
@@ -739,7 +761,8 @@ unsigned refresh_round(uint64_t scheduled_ns)
 	if (with_line > 0) {
 		uint64_t tsc = cpu_rdtsc(), now = refresh_mono_ns();
 
-		refresh_trust_lines(tsc, mult, refresh_lines_window(tsc, now, false, 0));
+		refresh_trust_lines(tsc, mult, refresh_lines_window(tsc, now, false, 0),
+				    restart || relaunched);
 	}
 	refresh_verdict.steady_rounds =
 	    with_line > 0 && steady ? refresh_verdict.steady_rounds + 1 : 0;
@@ -992,7 +1015,7 @@ static bool refresh_watch_renew(const struct refresh_cpu *c, const struct calib_
 	window = refresh_lines_window(sample->tsc, sample->ns, true, deviation);
 	if (window == 0)
 		return false;
-	refresh_trust_lines(sample->tsc, c->calib.line.mult, window);
+	refresh_trust_lines(sample->tsc, c->calib.line.mult, window, false);
 	return true;
 }
 

@@ -19,7 +19,7 @@
  * this did not find the CPU free: the thread waited behind a thread of
  * higher priority there. A reader whose lines went stale meanwhile moves
  * the thread back (refresh_free_stuck_thread). */
-#define REFRESH_VISIT_MAX_NS 20000000ull
+#define REFRESH_VISIT_MAX_NS 50000000ull
 /* How long rounds skip such a CPU after its first slow visit; doubled at
  * each one after, up to the last. */
 #define REFRESH_UNREACHABLE_FIRST_NS 1000000000ull
