@@ -342,12 +342,15 @@ void refresh_free_stuck_thread(void)
 	errno = saved_errno;
 }
 
-/* Notes the rate c's last update learned (refresh_rate_ppm). */
-static void refresh_note_rate(const struct refresh_cpu *c, uint64_t now)
+/* Notes the rate c's last update learned (refresh_rate_ppm): a line
+ * continued, or one restarted at a rate measured across the lapse (relearned):
+ * under a load that stops the thread, every update may be a restart, and a
+ * slew learned only there must still shorten the windows. */
+static void refresh_note_rate(const struct refresh_cpu *c, uint64_t now, bool relearned)
 {
 	uint64_t slope = c->calib.slope_mult;
 
-	if (slope == 0 || c->last_outcome != CALIB_CONTINUED)
+	if (slope == 0 || (c->last_outcome != CALIB_CONTINUED && !relearned))
 		return;
 	if (refresh_rates_since_ns == 0 || now - refresh_rates_since_ns > WATCH_RATE_MEMORY_NS) {
 		refresh_rate_low[1] = refresh_rate_low[0];
@@ -523,12 +526,14 @@ static void refresh_withdraw_unsampled(const unsigned long *renewed)
 
 /* Learns the rate from c's last sample to sample, where the pair says it
  * (calib_slope_estimate), before the line restarts there. */
-static void refresh_relearn_rate(struct refresh_cpu *c, const struct calib_sample *sample)
+static bool refresh_relearn_rate(struct refresh_cpu *c, const struct calib_sample *sample)
 {
 	uint64_t mult, uncertainty;
 
-	if (calib_slope_estimate(&c->calib, sample, &mult, &uncertainty))
-		c->calib.slope_mult = mult;
+	if (!calib_slope_estimate(&c->calib, sample, &mult, &uncertainty))
+		return false;
+	c->calib.slope_mult = mult;
+	return true;
 }
 
 /* Moves cpu's line on to its sample, drawn with the machine's slope, from
@@ -538,6 +543,7 @@ static bool refresh_update_one(uint32_t cpu, const struct calib_sample *sample,
 			       uint64_t next_interval_ns, uint64_t shared_mult, bool restart)
 {
 	struct refresh_cpu *state = &refresh_cpus[cpu];
+	bool relearned = false;
 
 	state->previous_slope_mult = state->calib.slope_mult;
 	/* A line its readers left (they answer with libc, the kernel's own
@@ -545,7 +551,7 @@ static bool refresh_update_one(uint32_t cpu, const struct calib_sample *sample,
 	 * measured since its last sample: lines that lapse round after round
 	 * would otherwise keep a rate the kernel's clock left long ago. */
 	if (!restart && state->withdrawn && state->calib.line.mult != 0)
-		refresh_relearn_rate(state, sample);
+		relearned = refresh_relearn_rate(state, sample);
 	if (restart || (state->withdrawn && state->calib.line.mult != 0))
 		state->last_outcome = calib_cpu_restart(&state->calib, sample);
 	else
@@ -565,7 +571,7 @@ static bool refresh_update_one(uint32_t cpu, const struct calib_sample *sample,
 	}
 	state->failing_since_ns = 0;
 	state->dropped = false;
-	refresh_note_rate(state, sample->ns);
+	refresh_note_rate(state, sample->ns, relearned);
 	if (state->calib.line.mult != 0) {
 		state->withdrawn = false;
 		table_publish(cpu, state->calib.line);
