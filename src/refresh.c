@@ -346,12 +346,9 @@ void refresh_free_stuck_thread(void)
  * continued, or one restarted at a rate measured across the lapse (relearned):
  * under a load that stops the thread, every update may be a restart, and a
  * slew learned only there must still shorten the windows. */
-static void refresh_note_rate(const struct refresh_cpu *c, uint64_t now, bool relearned)
+/* Counts slope among the rates the kernel's clock ran at lately (now). */
+static void refresh_note_slope(uint64_t slope, uint64_t now)
 {
-	uint64_t slope = c->calib.slope_mult;
-
-	if (slope == 0 || (c->last_outcome != CALIB_CONTINUED && !relearned))
-		return;
 	if (refresh_rates_since_ns == 0 || now - refresh_rates_since_ns > WATCH_RATE_MEMORY_NS) {
 		refresh_rate_low[1] = refresh_rate_low[0];
 		refresh_rate_high[1] = refresh_rate_high[0];
@@ -362,6 +359,15 @@ static void refresh_note_rate(const struct refresh_cpu *c, uint64_t now, bool re
 		refresh_rate_low[0] = slope;
 	if (slope > refresh_rate_high[0])
 		refresh_rate_high[0] = slope;
+}
+
+static void refresh_note_rate(const struct refresh_cpu *c, uint64_t now, bool relearned)
+{
+	uint64_t slope = c->calib.slope_mult;
+
+	if (slope == 0 || (c->last_outcome != CALIB_CONTINUED && !relearned))
+		return;
+	refresh_note_slope(slope, now);
 	/* While the rate holds still, it is the one a slew returns to. */
 	if (refresh_rate_quiet == 0 || refresh_rate_ppm() <= WATCH_RATE_FLOOR_PPM)
 		refresh_rate_quiet = slope;
@@ -558,8 +564,13 @@ static bool refresh_update_one(uint32_t cpu, const struct calib_sample *sample,
 		state->last_outcome =
 		    calib_cpu_update_at(&state->calib, sample, next_interval_ns, shared_mult,
 					cpu_read_stamp(refresh_sample_reading).tsc);
-	/* What the watch compares its next look with. */
-	state->look_error_ns = state->calib.last_error_ns;
+	/* What the watch compares its next look with: the kernel's clock
+	 * minus the line now drawn, at the sample (a line restarted there is
+	 * on it, whatever the old one's error). */
+	state->look_error_ns =
+	    state->calib.line.mult != 0 && state->last_outcome != CALIB_REJECTED
+		? (int64_t)(sample->ns - calib_line_eval(state->calib.line, sample->tsc))
+		: state->calib.last_error_ns;
 	state->look_mono_ns = sample->ns;
 	state->last_sample_mono_ns = sample->ns;
 	state->last_width_ns = sample->width_ns;
@@ -1002,6 +1013,40 @@ static bool refresh_watch_sample(struct calib_sample *best, uint32_t *cpu_out)
 	return found;
 }
 
+/* A look that finds c's line parted from the kernel's clock since the last
+ * look (or sample) by more than its bend and the sandwiches explain saw the
+ * kernel's rate move: the move counts among the rates of late at once, so
+ * that the windows shorten now. A round learns a new rate only over two
+ * samples, and a line kept meanwhile on a long window runs ahead of a
+ * slowed kernel clock by the move times the window: if the thread is then
+ * stopped, its readers fall back to libc and their clamp holds them still
+ * for that long. */
+static void refresh_note_seen_move(const struct refresh_cpu *c, const struct calib_sample *sample,
+				   int64_t error)
+{
+	uint64_t slope = c->calib.slope_mult != 0 ? c->calib.slope_mult : c->calib.line.mult;
+	uint64_t span, magnitude, noise, ppm, delta;
+	int64_t drift, moved;
+
+	if (slope == 0 || c->look_mono_ns == 0 || sample->ns <= c->look_mono_ns)
+		return;
+	span = sample->ns - c->look_mono_ns;
+	(void)refresh_predicted_error(c, sample->tsc, &drift);
+	moved = error - c->look_error_ns - (int64_t)((__int128)drift * (__int128)span / 1000000000);
+	magnitude = moved < 0 ? 0 - (uint64_t)moved : (uint64_t)moved;
+	/* Both looks' sandwiches, the earlier one's as wide as the round's. */
+	noise = 2 * sample->width_ns + c->last_width_ns + 1000u;
+	if (magnitude <= noise)
+		return;
+	ppm = (uint64_t)((unsigned __int128)(magnitude - noise) * 1000000u / span);
+	if (ppm <= WATCH_RATE_FLOOR_PPM)
+		return;
+	if (ppm > CALIB_MAX_RATE_CHANGE_PPM)
+		ppm = CALIB_MAX_RATE_CHANGE_PPM;
+	delta = (uint64_t)((unsigned __int128)slope * ppm / 1000000u);
+	refresh_note_slope(moved > 0 ? slope + delta : slope - delta, sample->ns);
+}
+
 /* Renews the lines' validity after a look that found c's line error_ns
  * from the kernel's clock at sample: only while the line is where its last
  * sample predicted (a slew being paid back as planned) and for as long as
@@ -1054,6 +1099,7 @@ static bool refresh_watch_look(void)
 		refresh_discontinuity = true;
 		return true;
 	}
+	refresh_note_seen_move(c, &sample, error);
 	c->look_error_ns = error;
 	c->look_mono_ns = sample.ns;
 	/* Stale lines are not brought back as they are: their readers answer
