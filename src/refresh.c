@@ -714,14 +714,7 @@ unsigned refresh_round(uint64_t scheduled_ns)
 			usable++;
 			taken = refresh_sample_one(cpu, &refresh_round_samples[cpu]);
 		}
-		if (!refresh_visit_end(cpu, visit_start)) {
-			/* Not free: the thread does not rest there either,
-			 * where no reader would move it back. */
-			refresh_usable_mask[cpu / (8 * sizeof(unsigned long))] &=
-			    ~(1ul << (cpu % (8 * sizeof(unsigned long))));
-			continue;
-		}
-		if (!taken)
+		if (!refresh_visit_end(cpu, visit_start) || !taken)
 			continue;
 		cpu_mask_set(sampled, cpu);
 		if (refresh_round_samples[cpu].width_ns < narrowest.width_ns)
