@@ -767,8 +767,7 @@ unsigned refresh_round(uint64_t scheduled_ns)
 			steady = steady && refresh_cpu_steady(c);
 		}
 	}
-	if (usable == 0 ||
-	    cpu_mask_next(refresh_usable_mask, REFRESH_MASK_WORDS, 0) >= CPU_MAX_CPUS)
+	if (usable == 0)
 		memcpy(refresh_usable_mask, refresh_start_mask, sizeof refresh_usable_mask);
 	refresh_unpin();
 	/* Readers trust the lines for as long as they stay within the budget
@@ -1071,20 +1070,6 @@ static bool refresh_watch_renew(const struct refresh_cpu *c, const struct calib_
 	return true;
 }
 
-/* Whether a line was taken from readers and waits for a sample to restart
- * it (a round that could sample no CPU leaves every line so): the watch
- * then asks for a round rather than wait for the next scheduled one. */
-static bool refresh_any_withdrawn(void)
-{
-	for (uint32_t cpu = 0; cpu < CPU_MAX_CPUS; cpu++) {
-		const struct refresh_cpu *c = &refresh_cpus[cpu];
-
-		if (c->withdrawn && c->allowed && !c->dropped && c->calib.line.mult != 0)
-			return true;
-	}
-	return false;
-}
-
 /* One look of the watch, between rounds (watch.h): publishes a moved
  * realtime offset, and renews the lines' validity when the line of the CPU
  * the caller is on still agrees with the kernel's clock. True when a round
@@ -1101,7 +1086,7 @@ static bool refresh_watch_look(void)
 	if (!refresh_watch_sample(&sample, &cpu)) {
 		if (refresh_realtime_known)
 			refresh_realtime_offset();
-		return refresh_lines_published > 0 || refresh_any_withdrawn();
+		return refresh_lines_published > 0;
 	}
 	line = refresh_cpus[cpu].calib.line;
 	c = &refresh_cpus[cpu];
