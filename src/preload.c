@@ -243,11 +243,13 @@ static void preload_follow_realtime_step(bool stale_before)
 
 /* What a slow path does when the TSC could not answer, before it asks
  * libc: a process made without fork() has no refresh thread, and its lines
- * have gone stale; it is found here, and gets its thread. */
+ * have gone stale; it is found here, and gets its thread. A refresh thread
+ * stuck on a CPU it cannot run on is moved back from here. */
 static void preload_tsc_did_not_answer(void)
 {
 	refresh_check_process();
 	refresh_ensure_started();
+	refresh_free_stuck_thread();
 }
 
 /* Each entry point tries the fast read inline (clock.h) and, when it gives

@@ -112,7 +112,9 @@ static unsigned long refresh_usable_mask[REFRESH_MASK_WORDS];
  * that the last round could pin to, or all of them when it could pin to
  * none: where the thread runs between rounds. Never a CPU it visits only
  * for other threads: a pinned poller's CPU gets a round's pin, not the
- * watch's wake-ups. */
+ * watch's wake-ups. Also where a reader sends the thread when it is stuck
+ * on a CPU it pinned to (refresh_free_stuck_thread): written by the thread
+ * word by word, read by readers. */
 static unsigned long refresh_home_mask[REFRESH_MASK_WORDS];
 /* What the last round visited: a CPU reported since (table_wanted) that is
  * not in it starts a round at the watch's next look. */
@@ -121,6 +123,29 @@ static unsigned long refresh_visit_mask[REFRESH_MASK_WORDS];
  * program, and the CPUs readers reported are forgotten. */
 static unsigned long refresh_main_mask[REFRESH_MASK_WORDS];
 static bool refresh_main_known;
+/* The refresh thread's id, for a reader that moves it back; 0 where no
+ * refresh thread runs (a fork child, the tools' own rounds). */
+static pid_t refresh_tid;
+/* The visit in progress: the counter when the thread began pinning to
+ * refresh_visit_cpu, 0 between visits, REFRESH_VISIT_RESCUED once a reader
+ * moved the thread away. */
+static uint64_t refresh_visit_since_tsc;
+static uint32_t refresh_visit_cpu;
+#define REFRESH_VISIT_RESCUED UINT64_MAX
+/* The soonest the watch looks again after a look. */
+#define REFRESH_LOOK_SOONEST_NS 1000000ull
+/* When (monotonic ns) the validity last granted ends: the watch looks
+ * before then. */
+static uint64_t refresh_valid_until_ns;
+/* REFRESH_VISIT_MAX_NS in ticks, once a line says how fast they run. */
+static uint64_t refresh_visit_max_ticks;
+/* The rates (slopes) the lines learned: the least and the most in the
+ * span of WATCH_RATE_MEMORY_NS that began at refresh_rates_since_ns [0]
+ * and in the one before [1], and the last one learned while the rate held
+ * still (refresh_rate_ppm). */
+static uint64_t refresh_rate_low[2], refresh_rate_high[2], refresh_rate_quiet;
+static uint64_t refresh_rates_since_ns;
+static uint64_t refresh_rate_ppm(void);
 /* One round's samples, taken before any line moves (too large for the
  * thread's stack on machines with thousands of CPUs). */
 static struct calib_sample refresh_round_samples[CPU_MAX_CPUS];
@@ -241,7 +266,15 @@ static bool refresh_pin(uint32_t cpu)
  * calibration has not been dropped, and it has a line. */
 static bool refresh_cpu_answers(const struct refresh_cpu *c)
 {
-	return c->allowed && !c->dropped && c->calib.line.mult != 0;
+	return c->allowed && !c->dropped && !c->withdrawn && c->calib.line.mult != 0;
+}
+
+/* Sets the home mask word by word: readers read it as they write it
+ * (refresh_free_stuck_thread). */
+static void refresh_set_home(const unsigned long *mask)
+{
+	for (unsigned w = 0; w < REFRESH_MASK_WORDS; w++)
+		__atomic_store_n(&refresh_home_mask[w], mask[w], __ATOMIC_RELAXED);
 }
 
 /* Runs the thread anywhere among its own CPUs that the last round could
@@ -326,23 +359,313 @@ static bool refresh_sample_one(uint32_t cpu, struct calib_sample *sample)
 	return true;
 }
 
+/* Begins a visit to cpu: readers may now see how long it lasts. */
+static void refresh_visit_begin(uint32_t cpu)
+{
+	__atomic_store_n(&refresh_visit_cpu, cpu, __ATOMIC_RELAXED);
+	__atomic_store_n(&refresh_visit_since_tsc, cpu_rdtsc(), __ATOMIC_RELEASE);
+}
+
+/* Ends the visit to cpu begun at start_ns; false when the CPU was not
+ * free: a reader moved the thread away, or it waited more than
+ * REFRESH_VISIT_MAX_NS. Rounds then skip the CPU for a while (its line is
+ * withdrawn: refresh_withdraw_unsampled), so that a CPU a real-time thread
+ * owns costs one bounded wait now and then, not one each round. */
+static bool refresh_visit_end(uint32_t cpu, uint64_t start_ns)
+{
+	struct refresh_cpu *c = &refresh_cpus[cpu];
+	uint64_t now = refresh_mono_ns();
+	bool rescued = __atomic_exchange_n(&refresh_visit_since_tsc, 0, __ATOMIC_ACQ_REL) ==
+		       REFRESH_VISIT_RESCUED;
+
+	if (!rescued && now - start_ns <= REFRESH_VISIT_MAX_NS) {
+		c->unreachable_backoff_ns = 0;
+		return true;
+	}
+	/* The reader set the mask it computed from the home mask (which only
+	 * this thread writes, after the round): that is no move of the
+	 * program's (refresh_mask_moved). */
+	if (rescued) {
+		memcpy(refresh_own_mask, refresh_home_mask, sizeof refresh_own_mask);
+		refresh_own_mask[cpu / (8 * sizeof(unsigned long))] &=
+		    ~(1ul << (cpu % (8 * sizeof(unsigned long))));
+	}
+	c->unreachable_backoff_ns = c->unreachable_backoff_ns == 0 ? REFRESH_UNREACHABLE_FIRST_NS
+				    : c->unreachable_backoff_ns >= REFRESH_UNREACHABLE_LAST_NS
+					? REFRESH_UNREACHABLE_LAST_NS
+					: 2 * c->unreachable_backoff_ns;
+	c->unreachable_until_ns = now + c->unreachable_backoff_ns;
+	debug_log("cpu %u: the thread %s after %.1f ms there; skipping it for %.0f s", cpu,
+		  rescued ? "was stuck and moved back by a reader" : "ran only",
+		  (double)(now - start_ns) / 1e6, (double)c->unreachable_backoff_ns / 1e9);
+	return false;
+}
+
+/* Whether this round skips cpu: it was not free lately. The CPU the thread
+ * is on is never skipped: it is running there. */
+static bool refresh_visit_skipped(uint32_t cpu, uint64_t now)
+{
+	return refresh_cpus[cpu].unreachable_until_ns > now && (unsigned)sched_getcpu() != cpu;
+}
+
+void refresh_free_stuck_thread(void)
+{
+	uint64_t since = __atomic_load_n(&refresh_visit_since_tsc, __ATOMIC_ACQUIRE);
+	uint64_t max_ticks = __atomic_load_n(&refresh_visit_max_ticks, __ATOMIC_RELAXED);
+	unsigned long home[REFRESH_MASK_WORDS];
+	pid_t tid = __atomic_load_n(&refresh_tid, __ATOMIC_RELAXED);
+	uint32_t cpu = __atomic_load_n(&refresh_visit_cpu, __ATOMIC_RELAXED);
+	bool any = false;
+	int saved_errno;
+
+	if (since == 0 || since == REFRESH_VISIT_RESCUED || max_ticks == 0 || tid == 0 ||
+	    cpu_rdtsc() - since < max_ticks)
+		return;
+	for (unsigned w = 0; w < REFRESH_MASK_WORDS; w++) {
+		home[w] = __atomic_load_n(&refresh_home_mask[w], __ATOMIC_RELAXED);
+		if (w == cpu / (8 * sizeof(unsigned long)))
+			home[w] &= ~(1ul << (cpu % (8 * sizeof(unsigned long))));
+		any = any || home[w] != 0;
+	}
+	/* One reader moves it, once per visit. */
+	if (!any ||
+	    !__atomic_compare_exchange_n(&refresh_visit_since_tsc, &since, REFRESH_VISIT_RESCUED,
+					 false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+		return;
+	saved_errno = errno;
+	sched_setaffinity(tid, sizeof home, (cpu_set_t *)home);
+	errno = saved_errno;
+}
+
+/* Notes the rate c's last update learned (refresh_rate_ppm): a line
+ * continued, or one restarted at a rate measured across the lapse (relearned):
+ * under a load that stops the thread, every update may be a restart, and a
+ * slew learned only there must still shorten the windows. */
+/* Counts slope among the rates the kernel's clock ran at lately (now). */
+static void refresh_note_slope(uint64_t slope, uint64_t now)
+{
+	if (refresh_rates_since_ns == 0 || now - refresh_rates_since_ns > WATCH_RATE_MEMORY_NS) {
+		refresh_rate_low[1] = refresh_rate_low[0];
+		refresh_rate_high[1] = refresh_rate_high[0];
+		refresh_rate_low[0] = refresh_rate_high[0] = slope;
+		refresh_rates_since_ns = now;
+	}
+	if (slope < refresh_rate_low[0])
+		refresh_rate_low[0] = slope;
+	if (slope > refresh_rate_high[0])
+		refresh_rate_high[0] = slope;
+}
+
+static void refresh_note_rate(const struct refresh_cpu *c, uint64_t now, bool relearned)
+{
+	uint64_t slope = c->calib.slope_mult;
+
+	if (slope == 0 || (c->last_outcome != CALIB_CONTINUED && !relearned))
+		return;
+	refresh_note_slope(slope, now);
+	/* While the rate holds still, it is the one a slew returns to. */
+	if (refresh_rate_quiet == 0 || refresh_rate_ppm() <= WATCH_RATE_FLOOR_PPM)
+		refresh_rate_quiet = slope;
+}
+
+/* How far the kernel's rate may move within a window, in parts per
+ * million: across the rates learned lately (the last two spans of
+ * WATCH_RATE_MEMORY_NS) and the rate it held while still, for a slew
+ * ends by going back to it however long it lasted; never less than the
+ * floor (watch.h). */
+static uint64_t refresh_rate_ppm(void)
+{
+	uint64_t low = refresh_rate_quiet, high = refresh_rate_quiet, ppm;
+
+	for (unsigned i = 0; i < 2; i++) {
+		if (refresh_rate_low[i] == 0)
+			continue;
+		if (low == 0 || refresh_rate_low[i] < low)
+			low = refresh_rate_low[i];
+		if (refresh_rate_high[i] > high)
+			high = refresh_rate_high[i];
+	}
+	if (low == 0)
+		return WATCH_RATE_FLOOR_PPM;
+	ppm = (uint64_t)((unsigned __int128)(high - low) * 1000000u / low);
+	return ppm > WATCH_RATE_FLOOR_PPM ? ppm : WATCH_RATE_FLOOR_PPM;
+}
+
+/* The kernel's clock minus c's line at tsc, as c's last sample and learned
+ * rate predict it, and how fast that moves (parts per billion): a bent line
+ * pays an error back until its aim, then runs on past it. */
+static int64_t refresh_predicted_error(const struct refresh_cpu *c, uint64_t tsc,
+				       int64_t *drift_ppb)
+{
+	const struct calib_cpu *k = &c->calib;
+	uint64_t slope = k->slope_mult != 0 ? k->slope_mult : k->line.mult;
+	int64_t ticks = (int64_t)(tsc - k->anchor.tsc);
+	uint64_t kernel =
+	    k->anchor.ns + (uint64_t)(int64_t)(((__int128)ticks * (__int128)slope) >> 64);
+
+	*drift_ppb =
+	    (int64_t)(((__int128)slope - (__int128)k->line.mult) * 1000000000 / (__int128)slope);
+	return (int64_t)(kernel - calib_line_eval(k->line, tsc));
+}
+
+/* How long c's line may answer from tsc: its predicted error plus
+ * deviation_ns (what a look just measured beyond the prediction), grown
+ * since since_ns ago at the rate the kernel's may move, within the budget
+ * less the sandwiches' noise (watch_trusted_ns). */
+static uint64_t refresh_cpu_trusted_ns(const struct refresh_cpu *c, uint64_t tsc,
+				       int64_t deviation_ns, uint64_t since_ns)
+{
+	uint64_t noise = 2 * c->last_width_ns + 1000u;
+	int64_t drift, error = refresh_predicted_error(c, tsc, &drift) + deviation_ns;
+
+	if (noise >= WATCH_LINE_BUDGET_NS)
+		return 0;
+	return watch_trusted_ns(error, drift, since_ns, refresh_rate_ppm(),
+				WATCH_LINE_BUDGET_NS - noise);
+}
+
+/* The window every answering line may have from tsc (now_ns): the least of
+ * theirs. After a round (look false), each from its own sample; after a
+ * look at one of them, from the look, whose deviation from the prediction
+ * is the kernel's own and so holds for every line. */
+static uint64_t refresh_lines_window(uint64_t tsc, uint64_t now_ns, bool look, int64_t deviation_ns)
+{
+	uint64_t window = WATCH_VALID_NS;
+
+	for (uint32_t cpu = 0; cpu < CPU_MAX_CPUS; cpu++) {
+		const struct refresh_cpu *c = &refresh_cpus[cpu];
+		uint64_t since, trusted;
+
+		if (!refresh_cpu_answers(c))
+			continue;
+		since =
+		    look || now_ns < c->last_sample_mono_ns ? 0 : now_ns - c->last_sample_mono_ns;
+		trusted = refresh_cpu_trusted_ns(c, tsc, look ? deviation_ns : 0, since);
+		if (trusted < window)
+			window = trusted;
+	}
+	return window;
+}
+
+/* Whether the lines went past their validity (readers answer with libc)
+ * since they were last renewed. */
+static bool refresh_lines_lapsed(void)
+{
+	uint64_t valid_from = __atomic_load_n(&table_shared.valid_from_tsc, __ATOMIC_ACQUIRE);
+	uint64_t valid_ticks = __atomic_load_n(&table_shared.valid_ticks, __ATOMIC_ACQUIRE);
+
+	return refresh_lines_published > 0 && cpu_rdtsc() - valid_from > valid_ticks;
+}
+
+/* Leaves out of this round's lines the samples a later visit made old (it
+ * waited to run on its CPU): a line drawn through one would be off by the
+ * kernel's rate change times that wait. Their lines are withdrawn, and the
+ * next round, which skips the CPU that was not free, samples them again. */
+static void refresh_forget_old_samples(unsigned long *sampled)
+{
+	uint64_t now = refresh_mono_ns();
+
+	for (uint32_t cpu = cpu_mask_next(sampled, REFRESH_MASK_WORDS, 0); cpu < CPU_MAX_CPUS;
+	     cpu = cpu_mask_next(sampled, REFRESH_MASK_WORDS, cpu + 1))
+		if (now - refresh_round_samples[cpu].ns > REFRESH_VISIT_MAX_NS)
+			sampled[cpu / (8 * sizeof(unsigned long))] &=
+			    ~(1ul << (cpu % (8 * sizeof(unsigned long))));
+}
+
+/* Before a round publishes its lines: the validity granted for the old
+ * ones ends soon, so that a new line, bent however it is, cannot run
+ * further than the budget under it if the thread stops before it grants
+ * the new lines theirs (WATCH_MAX_DRIFT_PPM bounds how fast a line and the
+ * kernel's clock can part). mult converts to ticks. */
+static void refresh_shorten_validity(uint64_t mult)
+{
+	uint64_t valid_from = __atomic_load_n(&table_shared.valid_from_tsc, __ATOMIC_ACQUIRE);
+	uint64_t valid_ticks = __atomic_load_n(&table_shared.valid_ticks, __ATOMIC_ACQUIRE);
+	uint64_t soon = cpu_rdtsc() - valid_from +
+			calib_ticks_for_ns(mult, (uint64_t)WATCH_LINE_BUDGET_NS * 1000000u /
+						     WATCH_MAX_DRIFT_PPM);
+
+	if (mult != 0 && soon < valid_ticks)
+		table_set_validity(valid_from, soon);
+}
+
+/* After the lines went stale (the thread could not run, or not soon
+ * enough), their readers answer with libc, the kernel's clock: each line
+ * starts again on its next sample, there, rather than continue from where
+ * it ran to meanwhile. True when they did. */
+static bool refresh_relaunch_if_lapsed(void)
+{
+	if (!refresh_lines_lapsed())
+		return false;
+	for (uint32_t cpu = 0; cpu < CPU_MAX_CPUS; cpu++)
+		if (refresh_cpu_answers(&refresh_cpus[cpu]))
+			refresh_cpus[cpu].withdrawn = true;
+	debug_log("the lines went stale before this round: restarting them at its samples");
+	return true;
+}
+
+/* Takes from readers each line the round could not sample (the CPU was
+ * skipped, not free, or its sandwiches failed): nothing says where it is
+ * now, and the validity the round grants is earned by the lines it
+ * sampled. Its readers answer with libc until a sample restarts it. */
+static void refresh_withdraw_unsampled(const unsigned long *renewed)
+{
+	for (uint32_t cpu = 0; cpu < CPU_MAX_CPUS; cpu++) {
+		struct refresh_cpu *c = &refresh_cpus[cpu];
+
+		if (!c->allowed || c->dropped || c->calib.line.mult == 0 ||
+		    cpu_mask_has(renewed, cpu))
+			continue;
+		if (!c->withdrawn)
+			debug_log("cpu %u: not sampled this round: answering with libc there "
+				  "until it is",
+				  cpu);
+		c->withdrawn = true;
+		table_withdraw(cpu);
+	}
+}
+
+/* Learns the rate from c's last sample to sample, where the pair says it
+ * (calib_slope_estimate), before the line restarts there. */
+static bool refresh_relearn_rate(struct refresh_cpu *c, const struct calib_sample *sample)
+{
+	uint64_t mult, uncertainty;
+
+	if (!calib_slope_estimate(&c->calib, sample, &mult, &uncertainty))
+		return false;
+	c->calib.slope_mult = mult;
+	return true;
+}
+
 /* Moves cpu's line on to its sample, drawn with the machine's slope, from
  * where its readers are now; or, after a discontinuity the watch saw, steps
  * it onto the sample. */
-static void refresh_update_one(uint32_t cpu, const struct calib_sample *sample,
+static bool refresh_update_one(uint32_t cpu, const struct calib_sample *sample,
 			       uint64_t next_interval_ns, uint64_t shared_mult, bool restart)
 {
 	struct refresh_cpu *state = &refresh_cpus[cpu];
+	bool relearned = false;
 
 	state->previous_slope_mult = state->calib.slope_mult;
-	if (restart)
+	/* A line its readers left (they answer with libc, the kernel's own
+	 * clock) starts again on the sample, where they are, at the rate
+	 * measured since its last sample: lines that lapse round after round
+	 * would otherwise keep a rate the kernel's clock left long ago. */
+	if (!restart && state->withdrawn && state->calib.line.mult != 0)
+		relearned = refresh_relearn_rate(state, sample);
+	if (restart || (state->withdrawn && state->calib.line.mult != 0))
 		state->last_outcome = calib_cpu_restart(&state->calib, sample);
 	else
 		state->last_outcome =
 		    calib_cpu_update_at(&state->calib, sample, next_interval_ns, shared_mult,
 					cpu_read_stamp(refresh_sample_reading).tsc);
-	/* What the watch compares its next look with. */
-	state->look_error_ns = state->calib.last_error_ns;
+	/* What the watch compares its next look with: the kernel's clock
+	 * minus the line now drawn, at the sample (a line restarted there is
+	 * on it, whatever the old one's error). */
+	state->look_error_ns =
+	    state->calib.line.mult != 0 && state->last_outcome != CALIB_REJECTED
+		? (int64_t)(sample->ns - calib_line_eval(state->calib.line, sample->tsc))
+		: state->calib.last_error_ns;
 	state->look_mono_ns = sample->ns;
 	state->last_sample_mono_ns = sample->ns;
 	state->last_width_ns = sample->width_ns;
@@ -350,18 +673,22 @@ static void refresh_update_one(uint32_t cpu, const struct calib_sample *sample,
 		refresh_cpu_failed(cpu, state, refresh_mono_ns());
 		debug_log("cpu %u: sample rejected (sandwich %llu ns)", cpu,
 			  (unsigned long long)sample->width_ns);
-		return;
+		return false;
 	}
 	state->failing_since_ns = 0;
 	state->dropped = false;
-	if (state->calib.line.mult != 0)
+	refresh_note_rate(state, sample->ns, relearned);
+	if (state->calib.line.mult != 0) {
+		state->withdrawn = false;
 		table_publish(cpu, state->calib.line);
+	}
 	if (state->last_outcome != CALIB_NEED_MORE)
 		debug_log("cpu %u: %s, %.6f ns/tick, error %+lld ns, sandwich %llu ns", cpu,
 			  refresh_outcome_name(state->last_outcome),
 			  (double)state->calib.line.mult / 18446744073709551616.0,
 			  (long long)state->calib.last_error_ns,
 			  (unsigned long long)sample->width_ns);
+	return true;
 }
 
 void refresh_offset_samples(struct calib_offset_sample *samples, unsigned n)
@@ -411,14 +738,24 @@ static bool refresh_realtime_offset(void)
  * they saw there must not be taken back by lines that come back with the
  * old offset (a round or the per-API measurement lasts long enough on a
  * loaded machine for the lines to go stale within it). */
-static void refresh_trust_lines(uint64_t tsc, uint64_t mult)
+static void refresh_trust_lines(uint64_t tsc, uint64_t mult, uint64_t window_ns, bool restarted)
 {
 	uint64_t valid_from, valid_ticks;
 
 	if (refresh_realtime_known)
 		refresh_realtime_offset();
-	watch_validity(tsc, mult, WATCH_VALID_NS, &valid_from, &valid_ticks);
+	/* Lines that went stale meanwhile (the thread was preempted) are not
+	 * brought back as they are: their readers answered with libc, and a
+	 * line behind the kernel's clock would hold them by their clamp for
+	 * as long as it is behind. The next round restarts them there
+	 * (refresh_relaunch_if_lapsed). */
+	if (!restarted && refresh_lines_lapsed())
+		return;
+	watch_validity(tsc, mult, window_ns, &valid_from, &valid_ticks);
 	table_set_validity(valid_from, valid_ticks);
+	refresh_valid_until_ns = refresh_mono_ns() + window_ns;
+	__atomic_store_n(&refresh_visit_max_ticks, calib_ticks_for_ns(mult, REFRESH_VISIT_MAX_NS),
+			 __ATOMIC_RELAXED);
 }
 
 /* Whether a CPU's last round counts toward the clocksource's probation. */
@@ -509,6 +846,9 @@ static void refresh_cpu_leaves(uint32_t cpu)
 		calib_cpu_reset(&c->calib);
 		c->failing_since_ns = 0;
 		c->dropped = false;
+		c->withdrawn = false;
+		c->unreachable_until_ns = 0;
+		c->unreachable_backoff_ns = 0;
 	}
 	c->allowed = false;
 }
@@ -553,12 +893,13 @@ unsigned refresh_round(uint64_t scheduled_ns)
 	uint64_t next_interval_ns = scheduled_ns;
 	bool restart = refresh_discontinuity;
 	unsigned long visit[REFRESH_MASK_WORDS], home[REFRESH_MASK_WORDS];
-	uint64_t round_start_tsc = cpu_read_stamp(refresh_sample_reading).tsc;
-	unsigned long sampled[REFRESH_MASK_WORDS];
+	unsigned long resting[REFRESH_MASK_WORDS];
+	unsigned long sampled[REFRESH_MASK_WORDS], renewed[REFRESH_MASK_WORDS];
 	struct calib_sample narrowest = { .width_ns = UINT64_MAX };
 	uint64_t mult = 0, shared_mult = 0, best_uncertainty = UINT64_MAX;
+	uint64_t round_start_ns = refresh_mono_ns();
 	unsigned with_line = 0, usable = 0;
-	bool steady = true;
+	bool steady = true, relaunched;
 
 	__atomic_store_n(&refresh_in_round, true, __ATOMIC_RELAXED);
 	refresh_realtime_offset();
@@ -567,18 +908,28 @@ unsigned refresh_round(uint64_t scheduled_ns)
 	refresh_leave_others(visit);
 	memset(refresh_usable_mask, 0, sizeof refresh_usable_mask);
 	memset(sampled, 0, sizeof sampled);
+	memset(renewed, 0, sizeof renewed);
 	/* First every CPU's sample, then the machine's slope from the least
 	 * uncertain of them, then every line drawn with it and aimed, within
 	 * its own sandwich, at the round's narrowest sandwich (calib.h). */
 	for (uint32_t cpu = cpu_mask_next(visit, REFRESH_MASK_WORDS, 0); cpu < CPU_MAX_CPUS;
 	     cpu = cpu_mask_next(visit, REFRESH_MASK_WORDS, cpu + 1)) {
 		struct refresh_cpu *c = &refresh_cpus[cpu];
-		uint64_t estimate, uncertainty;
+		uint64_t estimate, uncertainty, visit_start;
+		bool taken = false;
 
+		/* A CPU that was not free lately is left to its validity. */
+		if (refresh_visit_skipped(cpu, round_start_ns)) {
+			usable++;
+			continue;
+		}
+		visit_start = refresh_mono_ns();
+		refresh_visit_begin(cpu);
 		/* Outside this process's cpuset the kernel refuses the pin:
 		 * no thread of the process can run there either. Moved by
 		 * someone else meanwhile: the mask stays as they set it. */
 		if (!refresh_pin(cpu)) {
+			refresh_visit_end(cpu, visit_start);
 			if (refresh_moved)
 				break;
 			refresh_cpu_leaves(cpu);
@@ -587,7 +938,8 @@ unsigned refresh_round(uint64_t scheduled_ns)
 		c->allowed = true;
 		cpu_mask_set(refresh_usable_mask, cpu);
 		usable++;
-		if (!refresh_sample_one(cpu, &refresh_round_samples[cpu]))
+		taken = refresh_sample_one(cpu, &refresh_round_samples[cpu]);
+		if (!refresh_visit_end(cpu, visit_start) || !taken)
 			continue;
 		cpu_mask_set(sampled, cpu);
 		if (refresh_round_samples[cpu].width_ns < narrowest.width_ns)
@@ -599,6 +951,7 @@ unsigned refresh_round(uint64_t scheduled_ns)
 			shared_mult = estimate;
 		}
 	}
+	refresh_forget_old_samples(sampled);
 	/* Each sample aimed, and the next round as soon as any CPU's line
 	 * needs it (calib_next_interval_ns): every CPU pays its error back over
 	 * the same span. */
@@ -615,10 +968,14 @@ unsigned refresh_round(uint64_t scheduled_ns)
 		if (wanted < next_interval_ns)
 			next_interval_ns = wanted;
 	}
+	relaunched = refresh_relaunch_if_lapsed();
+	refresh_shorten_validity(shared_mult);
 	for (uint32_t cpu = cpu_mask_next(sampled, REFRESH_MASK_WORDS, 0); cpu < CPU_MAX_CPUS;
 	     cpu = cpu_mask_next(sampled, REFRESH_MASK_WORDS, cpu + 1))
-		refresh_update_one(cpu, &refresh_round_samples[cpu], next_interval_ns, shared_mult,
-				   restart);
+		if (refresh_update_one(cpu, &refresh_round_samples[cpu], next_interval_ns,
+				       shared_mult, restart))
+			cpu_mask_set(renewed, cpu);
+	refresh_withdraw_unsampled(renewed);
 	if (restart)
 		debug_log("the counter and the kernel's clock parted between rounds (a suspend, a "
 			  "paused VM): lines restarted at their samples");
@@ -640,15 +997,22 @@ unsigned refresh_round(uint64_t scheduled_ns)
 		memcpy(refresh_usable_mask, refresh_start_mask, sizeof refresh_usable_mask);
 	/* Home is never empty: refresh_start_mask, which it comes from, holds
 	 * the CPU the thread runs on. */
-	memcpy(refresh_home_mask, home, sizeof refresh_home_mask);
-	if (!cpu_mask_and(refresh_home_mask, refresh_usable_mask, REFRESH_MASK_WORDS))
-		memcpy(refresh_home_mask, home, sizeof refresh_home_mask);
+	memcpy(resting, home, sizeof resting);
+	if (!cpu_mask_and(resting, refresh_usable_mask, REFRESH_MASK_WORDS))
+		memcpy(resting, home, sizeof resting);
+	refresh_set_home(resting);
 	refresh_unpin();
-	/* Readers trust the lines until the watch's next look renews them
-	 * (watch.h); after that (a stopped or starved thread, a suspend) they
-	 * answer with libc. */
-	if (with_line > 0)
-		refresh_trust_lines(round_start_tsc, mult);
+	/* Readers trust the lines for as long as they stay within the budget
+	 * of the kernel's clock (watch.h), and the watch looks before then;
+	 * after that (a stopped or starved thread, a suspend) they answer with
+	 * libc. From now, not from the round's start: each line's window
+	 * counts from its own sample. */
+	if (with_line > 0) {
+		uint64_t tsc = cpu_rdtsc(), now = refresh_mono_ns();
+
+		refresh_trust_lines(tsc, mult, refresh_lines_window(tsc, now, false, 0),
+				    restart || relaunched);
+	}
 	refresh_verdict.steady_rounds =
 	    with_line > 0 && steady ? refresh_verdict.steady_rounds + 1 : 0;
 	refresh_choice.cpus_usable = usable;
@@ -665,7 +1029,7 @@ static bool refresh_read_affinity(void)
 		return false;
 	memcpy(refresh_own_mask, refresh_start_mask, sizeof refresh_own_mask);
 	memcpy(refresh_usable_mask, refresh_start_mask, sizeof refresh_usable_mask);
-	memcpy(refresh_home_mask, refresh_start_mask, sizeof refresh_home_mask);
+	refresh_set_home(refresh_start_mask);
 	memcpy(refresh_visit_mask, refresh_start_mask, sizeof refresh_visit_mask);
 	refresh_moved = false;
 	refresh_main_known = false;
@@ -910,6 +1274,63 @@ static bool refresh_watch_sample(struct calib_sample *best, uint32_t *cpu_out)
 	return found;
 }
 
+/* A look that finds c's line parted from the kernel's clock since the last
+ * look (or sample) by more than its bend and the sandwiches explain saw the
+ * kernel's rate move: the move counts among the rates of late at once, so
+ * that the windows shorten now. A round learns a new rate only over two
+ * samples, and a line kept meanwhile on a long window runs ahead of a
+ * slowed kernel clock by the move times the window: if the thread is then
+ * stopped, its readers fall back to libc and their clamp holds them still
+ * for that long. */
+static void refresh_note_seen_move(const struct refresh_cpu *c, const struct calib_sample *sample,
+				   int64_t error)
+{
+	uint64_t slope = c->calib.slope_mult != 0 ? c->calib.slope_mult : c->calib.line.mult;
+	uint64_t span, magnitude, noise, ppm, delta;
+	int64_t drift, moved;
+
+	if (slope == 0 || c->look_mono_ns == 0 || sample->ns <= c->look_mono_ns)
+		return;
+	span = sample->ns - c->look_mono_ns;
+	(void)refresh_predicted_error(c, sample->tsc, &drift);
+	moved = error - c->look_error_ns - (int64_t)((__int128)drift * (__int128)span / 1000000000);
+	magnitude = moved < 0 ? 0 - (uint64_t)moved : (uint64_t)moved;
+	/* Both looks' sandwiches, the earlier one's as wide as the round's. */
+	noise = 2 * sample->width_ns + c->last_width_ns + 1000u;
+	if (magnitude <= noise)
+		return;
+	ppm = (uint64_t)((unsigned __int128)(magnitude - noise) * 1000000u / span);
+	if (ppm <= WATCH_RATE_FLOOR_PPM)
+		return;
+	if (ppm > CALIB_MAX_RATE_CHANGE_PPM)
+		ppm = CALIB_MAX_RATE_CHANGE_PPM;
+	delta = (uint64_t)((unsigned __int128)slope * ppm / 1000000u);
+	refresh_note_slope(moved > 0 ? slope + delta : slope - delta, sample->ns);
+}
+
+/* Renews the lines' validity after a look that found c's line error_ns
+ * from the kernel's clock at sample: only while the line is where its last
+ * sample predicted (a slew being paid back as planned) and for as long as
+ * every line then stays within the budget (refresh_lines_window). A line
+ * that is off, or moving off, is not renewed: renewed, it would answer far
+ * from the kernel's clock until the next round, and readers falling back
+ * to libc when it lapses at last would be held by their clamp for as long
+ * as it ran ahead. False when nothing was renewed: a round is due. */
+static bool refresh_watch_renew(const struct refresh_cpu *c, const struct calib_sample *sample,
+				int64_t error)
+{
+	int64_t drift, deviation = error - refresh_predicted_error(c, sample->tsc, &drift);
+	uint64_t window, magnitude = deviation < 0 ? 0 - (uint64_t)deviation : (uint64_t)deviation;
+
+	if (magnitude > WATCH_LINE_TOLERANCE_NS + sample->width_ns)
+		return false;
+	window = refresh_lines_window(sample->tsc, sample->ns, true, deviation);
+	if (window == 0)
+		return false;
+	refresh_trust_lines(sample->tsc, c->calib.line.mult, window, false);
+	return true;
+}
+
 /* One look of the watch, between rounds (watch.h): publishes a moved
  * realtime offset, and renews the lines' validity when the line of the CPU
  * the caller is on still agrees with the kernel's clock. True when a round
@@ -939,12 +1360,15 @@ static bool refresh_watch_look(void)
 		refresh_discontinuity = true;
 		return true;
 	}
+	refresh_note_seen_move(c, &sample, error);
 	c->look_error_ns = error;
 	c->look_mono_ns = sample.ns;
-	/* A line that is off but moved no faster than rates explain (a slew
-	 * being followed) stays in use: readers falling back to libc now
-	 * would be held by their clamp wherever the line ran ahead. */
-	refresh_trust_lines(sample.tsc, line.mult);
+	/* Stale lines are not brought back as they are: their readers answer
+	 * with libc, and the round due now restarts each line there. */
+	if (refresh_lines_lapsed())
+		return true;
+	if (!refresh_watch_renew(c, &sample, error))
+		return true;
 	if (!watch_line_holds(line, &sample, WATCH_LINE_TOLERANCE_NS)) {
 		debug_log("watch: cpu %u's line is %+lld ns from the kernel's clock (sandwich %llu "
 			  "ns): refreshing now",
@@ -959,6 +1383,25 @@ void refresh_renew_validity(void)
 	refresh_watch_look();
 }
 
+/* When the watch looks next, from now: a period on, or sooner, a quarter
+ * of the window before the validity last granted ends (a short window: a
+ * line bent to pay an error back, a kernel rate that moved lately). Not
+ * sooner than 1 ms from now, nor before the validity's end where it has
+ * ended (the look then finds it lapsed and a round runs). */
+static uint64_t refresh_next_look_ns(uint64_t now)
+{
+	uint64_t until = refresh_valid_until_ns, look = now + WATCH_PERIOD_NS, early;
+
+	if (refresh_lines_published == 0)
+		return look;
+	if (until <= now)
+		return now + REFRESH_LOOK_SOONEST_NS;
+	early = until - (until - now) / 4;
+	if (early < now + REFRESH_LOOK_SOONEST_NS)
+		early = now + REFRESH_LOOK_SOONEST_NS;
+	return early < look ? early : look;
+}
+
 /* Sleeps on CLOCK_MONOTONIC until the deadline, looking every watch period;
  * returns early when a look finds a round due now, or a reader reported a
  * CPU without a line that the last round did not visit: its line then
@@ -968,11 +1411,11 @@ static void refresh_wait(uint64_t deadline_ns)
 {
 	for (;;) {
 		uint64_t now = refresh_mono_ns();
+		uint64_t look = refresh_next_look_ns(now);
 
 		if (now >= deadline_ns)
 			return;
-		refresh_sleep_until(deadline_ns - now < WATCH_PERIOD_NS ? deadline_ns
-									: now + WATCH_PERIOD_NS);
+		refresh_sleep_until(deadline_ns < look ? deadline_ns : look);
 		if (refresh_stop_asked())
 			return;
 		if (refresh_wanted_new()) {
@@ -1062,6 +1505,7 @@ static void *refresh_main(void *unused)
 	/* Named from inside: pthread_setname_np on another thread opens a file
 	 * in /proc from the caller's thread, which must not see a descriptor. */
 	prctl(PR_SET_NAME, "fasttime", 0, 0, 0);
+	__atomic_store_n(&refresh_tid, (pid_t)syscall(SYS_gettid), __ATOMIC_RELAXED);
 	refresh_own_scheduling();
 	libc_resolve();
 	reason = refresh_prepare();
@@ -1081,6 +1525,8 @@ static void *refresh_main(void *unused)
 		refresh_wait(refresh_next_deadline(start + refresh_round_interval_ns));
 	}
 	refresh_stopped();
+	/* No reader may move a thread that has left (its id may be reused). */
+	__atomic_store_n(&refresh_tid, 0, __ATOMIC_RELAXED);
 	return NULL;
 }
 
@@ -1273,6 +1719,9 @@ void refresh_after_fork_in_child(void)
 	/* The CPUs the parent's other threads ran on: none of them is here. */
 	table_wanted_clear();
 	__atomic_store_n(&refresh_stop_word, 0, __ATOMIC_RELAXED);
+	/* The thread a reader would move is the parent's. */
+	__atomic_store_n(&refresh_tid, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&refresh_visit_since_tsc, 0, __ATOMIC_RELAXED);
 	if (state == REFRESH_RUNNING || state == REFRESH_STARTING || state == REFRESH_STOPPING)
 		refresh_set_state(REFRESH_IDLE);
 }

@@ -15,6 +15,15 @@
 
 /* A CPU whose calibration keeps failing this long answers with libc. */
 #define REFRESH_DROP_AFTER_NS (15ull * 1000000000ull)
+/* A visit to a CPU (the pin and its sandwiches) that lasts longer than
+ * this did not find the CPU free: the thread waited behind a thread of
+ * higher priority there. A reader whose lines went stale meanwhile moves
+ * the thread back (refresh_free_stuck_thread). */
+#define REFRESH_VISIT_MAX_NS 50000000ull
+/* How long rounds skip such a CPU after its first slow visit; doubled at
+ * each one after, up to the last. */
+#define REFRESH_UNREACHABLE_FIRST_NS 1000000000ull
+#define REFRESH_UNREACHABLE_LAST_NS  16000000000ull
 /* Sandwiches taken per CPU per round; the narrowest is kept. */
 #define REFRESH_SANDWICHES 15u
 /* Sandwiches each look of the watch takes; the narrowest is judged. */
@@ -38,6 +47,15 @@ struct refresh_cpu {
 	int64_t look_error_ns;
 	uint64_t look_mono_ns;
 	uint32_t node;
+	/* The line was taken from readers (a round could not sample it, or
+	 * it lapsed): they answer with libc, and the next sample restarts it
+	 * there (refresh_withdraw_unsampled). */
+	bool withdrawn;
+	/* A CPU the thread could not run on soon after pinning to it (a
+	 * real-time thread owns it): rounds skip it until then, and wait
+	 * twice as long after each such visit. */
+	uint64_t unreachable_until_ns;
+	uint64_t unreachable_backoff_ns;
 };
 
 extern struct refresh_cpu refresh_cpus[CPU_MAX_CPUS];
@@ -164,6 +182,13 @@ uint32_t refresh_flags_for(uint32_t apis);
  * validity unless the line parted or the caller's CPU has no line to
  * compare (then nothing is renewed: a round is due). */
 void refresh_renew_validity(void);
+/* For a reader whose lines went stale (a slow path, about to call libc):
+ * when the refresh thread has been stuck for REFRESH_VISIT_MAX_NS on a CPU
+ * it pinned itself to, as behind a real-time thread that owns that CPU
+ * (with the kernel's real-time throttling off it would wait for ever),
+ * moves it back to the other CPUs it runs on, once; the round then goes
+ * on without that CPU, whose line lapses. One atomic load otherwise. */
+void refresh_free_stuck_thread(void);
 /* Fills samples with monotonic / realtime / monotonic sandwiches of libc's
  * clocks: the refresh thread's, and a reader's over stale lines. */
 void refresh_offset_samples(struct calib_offset_sample *samples, unsigned n);

@@ -59,3 +59,45 @@ void watch_validity(uint64_t tsc, uint64_t mult, uint64_t valid_ns, uint64_t *va
 	*valid_from_tsc = tsc - margin;
 	*valid_ticks = calib_ticks_for_ns(mult, valid_ns) + margin;
 }
+
+/* The longest span s (ns) with slope_ppb * s <= room_ns, at most limit; a
+ * slope of 0 or less never runs out. */
+static uint64_t watch_span_within(int64_t room_ns, int64_t slope_ppb, uint64_t limit)
+{
+	unsigned __int128 span;
+
+	if (room_ns < 0)
+		return 0;
+	if (slope_ppb <= 0)
+		return limit;
+	span = (unsigned __int128)room_ns * 1000000000u / (uint64_t)slope_ppb;
+	return span < limit ? (uint64_t)span : limit;
+}
+
+uint64_t watch_trusted_ns(int64_t error_ns, int64_t drift_ppb, uint64_t since_ns, uint64_t rate_ppm,
+			  uint64_t budget_ns)
+{
+	/* |error + drift s| + rate (since + s) <= budget, for s from 0: the
+	 * left side is convex in s, so the two sides of the absolute value
+	 * each give an end, and the nearer one is the window's. */
+	int64_t rate_ppb = (int64_t)(rate_ppm * 1000u);
+	unsigned __int128 grown = (unsigned __int128)since_ns * rate_ppm / 1000000u;
+	uint64_t magnitude = error_ns < 0 ? 0 - (uint64_t)error_ns : (uint64_t)error_ns;
+	uint64_t behind_end, ahead_end;
+	int64_t room;
+
+	/* A line already off by more than half the budget (the kernel's rate
+	 * moved while the thread slept, and the lines learn a new rate over
+	 * two samples) is not given up while it is paid back: given up now,
+	 * its readers would be held by their clamp for as long as it is
+	 * ahead. It may run half the budget further off. */
+	if (magnitude > WATCH_VALID_NS || grown >= budget_ns)
+		return 0;
+	if (magnitude + budget_ns / 2 + grown > budget_ns)
+		budget_ns = magnitude + budget_ns / 2 + (uint64_t)grown;
+	room = (int64_t)(budget_ns - (uint64_t)grown);
+	/* The line behind the kernel's clock (a positive error), then ahead. */
+	behind_end = watch_span_within(room - error_ns, drift_ppb + rate_ppb, WATCH_VALID_NS);
+	ahead_end = watch_span_within(room + error_ns, rate_ppb - drift_ppb, WATCH_VALID_NS);
+	return behind_end < ahead_end ? behind_end : ahead_end;
+}

@@ -84,6 +84,37 @@ bool watch_line_holds(struct calib_line line, const struct calib_sample *sample,
 bool watch_parted(int64_t last_error_ns, uint64_t last_ns, int64_t error_ns, uint64_t now_ns,
 		  uint64_t width_ns);
 
+/* How far from the kernel's clock a line may have run when its validity
+ * ends. Readers then answer with libc, which their clamp holds at their
+ * last answer: a line ahead by this much stands their clock still for as
+ * long. Under the 1 ms the library promises, with room for the sandwiches'
+ * noise. */
+#define WATCH_LINE_BUDGET_NS 700000u
+/* The least the kernel's rate is assumed able to move within a validity
+ * window, in parts per million: ntpd's largest slew. A move seen larger
+ * (refresh.c remembers it for WATCH_RATE_MEMORY_NS) is assumed instead:
+ * chrony slews at up to 83,333 ppm, and a slew that starts or stops while
+ * the refresh thread cannot run parts the lines from the kernel's clock at
+ * that rate. */
+#define WATCH_RATE_FLOOR_PPM 500u
+/* How long a move of the kernel's rate shortens the windows: a slew at
+ * chrony's fastest corrects up to a second in 12 s, and ends with a move
+ * as large as its start. */
+#define WATCH_RATE_MEMORY_NS (15ull * 1000000000ull)
+
+/* How long (ns, at most WATCH_VALID_NS) a line may answer from now: error_ns
+ * is the kernel's clock minus the line now as the samples predict it,
+ * drift_ppb how fast that error moves (the line is bent to pay it back,
+ * and may run past its aim), since_ns how long ago the kernel's clock was
+ * last measured against the line (the prediction's uncertainty has grown
+ * at rate_ppm since), rate_ppm how far the kernel's rate may move from the
+ * one learned. The line stays within budget_ns of the kernel's clock for
+ * that long, or, where it is off by more than half of it now, within
+ * half of it further (a line being paid back converges); 0 when even that
+ * does not hold now, or the line is off by more than WATCH_VALID_NS. */
+uint64_t watch_trusted_ns(int64_t error_ns, int64_t drift_ppb, uint64_t since_ns, uint64_t rate_ppm,
+			  uint64_t budget_ns);
+
 /* The validity readers get from a look at counter value tsc: from a
  * millisecond before it (readers on other CPUs may be a little behind) to
  * valid_ns after it, in ticks at mult's rate. */

@@ -12,12 +12,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -470,6 +472,89 @@ void life_judge(const char *what, const struct life_track *track)
 	if (track->max_error_ns > LIFE_MAX_ERROR_NS)
 		life_fail("%s: error %llu ns against libc, more than %u", what,
 			  (unsigned long long)track->max_error_ns, LIFE_MAX_ERROR_NS);
+}
+
+unsigned life_cpus(int *cpus, unsigned max)
+{
+	cpu_set_t set;
+	unsigned n = 0;
+
+	if (sched_getaffinity(0, sizeof set, &set) != 0)
+		life_fail("sched_getaffinity: %s", strerror(errno));
+	for (int cpu = 0; cpu < CPU_SETSIZE && n < max; cpu++)
+		if (CPU_ISSET(cpu, &set))
+			cpus[n++] = cpu;
+	return n;
+}
+
+const char *life_fifo_unavailable(void)
+{
+	char runtime[32];
+	pid_t pid;
+	int status;
+
+	if (life_read_small("/proc/sys/kernel/sched_rt_runtime_us", runtime, sizeof runtime) == 0)
+		return "cannot read /proc/sys/kernel/sched_rt_runtime_us";
+	if (atol(runtime) < 0)
+		return "real-time throttling is off (sched_rt_runtime_us -1): a SCHED_FIFO loop "
+		       "would own its CPU for ever";
+	/* Asked in a child, so that this process keeps its own policy. */
+	pid = fork();
+	if (pid < 0)
+		life_fail("fork: %s", strerror(errno));
+	if (pid == 0) {
+		struct sched_param param = { .sched_priority = 1 };
+
+		_exit(sched_setscheduler(0, SCHED_FIFO, &param) == 0 ? 0 : 1);
+	}
+	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+		return "this process may not use SCHED_FIFO (needs root or CAP_SYS_NICE)";
+	return NULL;
+}
+
+/* Pins the calling thread to cpu; false where it may not run there. */
+static bool life_pin(int cpu)
+{
+	cpu_set_t one;
+
+	CPU_ZERO(&one);
+	CPU_SET(cpu, &one);
+	return sched_setaffinity(0, sizeof one, &one) == 0;
+}
+
+pid_t life_fifo_loop(const int *cpus, unsigned n, unsigned hop_ms, unsigned seconds)
+{
+	pid_t pid = fork();
+
+	if (pid < 0)
+		life_fail("fork: %s", strerror(errno));
+	if (pid == 0) {
+		struct sched_param param = { .sched_priority = 1 };
+
+		/* Bounded whatever happens to the parent. */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		signal(SIGALRM, SIG_DFL);
+		alarm(seconds);
+		if (sched_setscheduler(0, SCHED_FIFO, &param) != 0)
+			_exit(LIFE_EXIT_SKIP);
+		for (unsigned i = 0;; i = (i + 1) % n) {
+			uint64_t end = life_libc_mono_ns() + hop_ms * LIFE_NS_PER_MS;
+
+			life_pin(cpus[i]);
+			while (life_libc_mono_ns() < end)
+				;
+		}
+	}
+	return pid;
+}
+
+void life_load_stop(pid_t pid)
+{
+	int status;
+
+	kill(pid, SIGKILL);
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
 }
 
 /* How a hang is told from a loaded machine: past its time, a process still

@@ -106,6 +106,21 @@ void life_judge(const char *what, const struct life_track *track);
 bool life_churn_malloc(_Atomic uint64_t *count, uint64_t target, unsigned seed,
 		       unsigned max_rounds);
 
+/* Why no SCHED_FIFO busy loop may run here, or NULL: one runs only where
+ * the kernel throttles real-time threads (sched_rt_runtime_us is not -1:
+ * ordinary threads keep a share of the CPU, and the machine survives) and
+ * this process may use SCHED_FIFO (root or CAP_SYS_NICE). */
+const char *life_fifo_unavailable(void);
+/* Starts a child process that spins at SCHED_FIFO priority 1, pinned to
+ * cpus[0] for hop_ms, then cpus[1], and so on round the list, for at most
+ * seconds (an alarm ends it even if this process dies first); stop it with
+ * life_load_stop. It reads no clock through the preload. */
+pid_t life_fifo_loop(const int *cpus, unsigned n, unsigned hop_ms, unsigned seconds);
+/* Kills and reaps a load child. */
+void life_load_stop(pid_t pid);
+/* The CPUs this process may run on, up to max; how many. */
+unsigned life_cpus(int *cpus, unsigned max);
+
 /* Aborts the process if it is still running after seconds and neither its
  * threads nor its children use CPU any more (a loaded machine gets up to 4
  * times as long): a deadlock must fail the test, not hang it. The thread

@@ -15,6 +15,15 @@
  *                     and within MOVES_SETTLED_ERROR_NS from 2 s after the
  *                     slew ends; it never goes back, and never stands
  *                     still for 1 ms while the lines answer.
+ *   moves slew-under LOAD PPM
+ *                     the same slew beside a load that keeps the refresh
+ *                     thread from running: fifo-hop (a SCHED_FIFO busy
+ *                     loop moving from CPU to CPU), fifo-all (one on every
+ *                     CPU) or held (the tap holds the thread); the slew
+ *                     stops under the load. Whoever answers (the lines or
+ *                     libc), the clock never goes back, never stands still
+ *                     for 1 ms, and is off by no more than the slew test
+ *                     allows.
  *   moves fallback    the refresh thread's clock runs 300 us ahead of what
  *                     libc answers everyone else, so the lines do too; the
  *                     thread is then held until the lines go stale, and
@@ -164,7 +173,12 @@ struct moves_follow {
 	uint64_t backward;
 	uint64_t longest_still_ns; /* kernel time with the same answer */
 	uint64_t libc_in_longest;  /* answers from libc during that time */
-	uint64_t last, still_since, still_libc;
+	/* The longest time the clock surely stood still, whoever answered:
+	 * from the kernel's reading after one answer to its reading before
+	 * a later equal one (a reader preempted within a read is not
+	 * counted as a standstill). */
+	uint64_t surely_still_ns;
+	uint64_t last, still_since, still_libc, still_after;
 };
 
 /* Reads the library's CLOCK_MONOTONIC between two of the kernel's (the
@@ -187,10 +201,16 @@ static void moves_follow_for(unsigned ms, struct moves_follow *track)
 			track->backward++;
 		if (answer != track->last || track->still_since == 0) {
 			track->still_since = before;
+			track->still_after = after;
 			track->still_libc = life_fallthrough();
-		} else if (after - track->still_since > track->longest_still_ns) {
-			track->longest_still_ns = after - track->still_since;
-			track->libc_in_longest = life_fallthrough() - track->still_libc;
+		} else {
+			if (after - track->still_since > track->longest_still_ns) {
+				track->longest_still_ns = after - track->still_since;
+				track->libc_in_longest = life_fallthrough() - track->still_libc;
+			}
+			if (before > track->still_after &&
+			    before - track->still_after > track->surely_still_ns)
+				track->surely_still_ns = before - track->still_after;
 		}
 		track->last = answer;
 	}
@@ -246,6 +266,113 @@ static void moves_slew_test(int64_t ppm)
 	if (settled.max_error_ns > MOVES_SETTLED_ERROR_NS)
 		life_fail("still off by %llu ns 2 s after the slew ended",
 			  (unsigned long long)settled.max_error_ns);
+}
+
+/* What competes with the refresh thread in moves_slew_under. */
+enum moves_load {
+	MOVES_LOAD_FIFO_HOP, /* a SCHED_FIFO loop on one CPU, moving to the next */
+	MOVES_LOAD_FIFO_ALL, /* a SCHED_FIFO loop on every CPU */
+	MOVES_LOAD_HELD,     /* the refresh thread stopped (the tap holds it) */
+};
+
+/* How long a SCHED_FIFO loop stays on one CPU before the next. */
+#define MOVES_HOP_MS 400u
+
+/* The load's children: one SCHED_FIFO loop, or one per CPU. */
+static pid_t moves_loops[64];
+static unsigned moves_loop_count;
+
+/* Starts the load, for up to seconds whatever happens to this process. */
+static void moves_load_begin(enum moves_load load, unsigned seconds)
+{
+	int cpus[64];
+	unsigned n = life_cpus(cpus, 64);
+
+	if (load == MOVES_LOAD_HELD)
+		life_hold_refresh(true);
+	else if (load == MOVES_LOAD_FIFO_HOP)
+		moves_loops[moves_loop_count++] = life_fifo_loop(cpus, n, MOVES_HOP_MS, seconds);
+	else
+		for (unsigned i = 0; i < n; i++)
+			moves_loops[moves_loop_count++] =
+			    life_fifo_loop(&cpus[i], 1, 1000, seconds);
+}
+
+/* Ends the load. */
+static void moves_load_end(enum moves_load load)
+{
+	if (load == MOVES_LOAD_HELD)
+		life_hold_refresh(false);
+	while (moves_loop_count > 0)
+		life_load_stop(moves_loops[--moves_loop_count]);
+}
+
+/* Fails unless the clock kept the promises under load: never back, never
+ * still for 1 ms whoever answered (libc's answers included: a line that
+ * ran ahead and went stale holds its readers at its last answer), and off
+ * by no more than a slew explains. */
+static void moves_judge_under(const char *load, int64_t ppm, const char *phase,
+			      const struct moves_follow *track, uint64_t max_error_ns)
+{
+	life_say("%s, slew %+lld ppm, %s: max error %llu ns, surely still for %llu ns, %llu "
+		 "steps back",
+		 load, (long long)ppm, phase, (unsigned long long)track->max_error_ns,
+		 (unsigned long long)track->surely_still_ns, (unsigned long long)track->backward);
+	if (track->backward != 0)
+		life_fail("CLOCK_MONOTONIC went back (%s, %s)", load, phase);
+	if (track->surely_still_ns >= LIFE_NS_PER_MS)
+		life_fail("CLOCK_MONOTONIC stood still for %llu ns (%s, %s)",
+			  (unsigned long long)track->surely_still_ns, load, phase);
+	if (track->max_error_ns > max_error_ns)
+		life_fail("off by %llu ns (%s, %s)", (unsigned long long)track->max_error_ns, load,
+			  phase);
+}
+
+/* The slew test beside a load: the kernel's clock slews, the load begins,
+ * the slew stops 1 s later while the load runs (a line that learned the
+ * slewed rate then parts from the kernel's clock), and the load ends 1 s
+ * after that. The soak runs the loaded part five times longer. */
+static void moves_slew_under(const char *name, int64_t ppm)
+{
+	unsigned scale = life_soak() ? 5 : 1;
+	struct moves_follow before = { 0 }, during = { 0 }, after = { 0 }, settled = { 0 };
+	enum moves_load load;
+
+	if (strcmp(name, "fifo-hop") == 0)
+		load = MOVES_LOAD_FIFO_HOP;
+	else if (strcmp(name, "fifo-all") == 0)
+		load = MOVES_LOAD_FIFO_ALL;
+	else if (strcmp(name, "held") == 0)
+		load = MOVES_LOAD_HELD;
+	else
+		life_fail("unknown load %s", name);
+	if (load != MOVES_LOAD_HELD) {
+		const char *why = life_fifo_unavailable();
+
+		if (why != NULL)
+			life_skip("%s", why);
+	}
+	life_require_fast();
+	moves_follow_for(300, &before);
+	during.last = before.last;
+	moves_slew(ppm);
+	/* The thread sees the slew begin, then the load comes: a change of
+	 * the kernel's rate that no look saw parts a line from it by up to
+	 * the rate times the validity (watch.h), whatever the library does. */
+	moves_follow_for(300, &during);
+	moves_load_begin(load, 2 * scale + 5);
+	moves_follow_for(1000 * scale, &during);
+	moves_slew(0);
+	after.last = during.last;
+	moves_follow_for(1000 * scale, &after);
+	moves_load_end(load);
+	moves_follow_for(700, &after);
+	settled.last = after.last;
+	moves_follow_for(700, &settled);
+	moves_judge_under(name, ppm, "while it slewed", &during, MOVES_SLEW_ERROR_NS);
+	moves_judge_under(name, ppm, "after it, until the load ended", &after, MOVES_SLEW_ERROR_NS);
+	moves_judge_under(name, ppm, "0.7 s after the load ended", &settled,
+			  MOVES_SETTLED_ERROR_NS);
 }
 
 /* One function's answers in this thread, as ns, and how often they went
@@ -340,12 +467,15 @@ int main(int argc, char **argv)
 	} else if (strcmp(what, "slew") == 0 && argc > 2) {
 		life_require_fast();
 		moves_slew_test(strtoll(argv[2], NULL, 10));
+	} else if (strcmp(what, "slew-under") == 0 && argc > 3) {
+		moves_slew_under(argv[2], strtoll(argv[3], NULL, 10));
 	} else if (strcmp(what, "fallback") == 0) {
 		moves_lead_refresh(300000);
 		life_require_fast();
 		moves_fallback();
 	} else {
-		life_fail("usage: moves step|step-slow|slew PPM|fallback");
+		life_fail("usage: moves step|step-slow|slew PPM|slew-under fifo-hop|fifo-all|held "
+			  "PPM|fallback");
 	}
 	return 0;
 }

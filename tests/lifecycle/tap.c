@@ -167,12 +167,13 @@ TAP_EXPORT void life_tap_slew(int64_t ppm)
 	__atomic_add_fetch(&tap_slew_sequence, 1, __ATOMIC_ACQ_REL);
 }
 
-/* What the slews add to an answer read now. */
-static int64_t tap_slew_now(void)
+/* What the slews add to an answer read when libc's CLOCK_MONOTONIC read
+ * raw_ns (0: now). */
+static int64_t tap_slew_at(uint64_t raw_ns)
 {
 	if (__atomic_load_n(&tap_slew_sequence, __ATOMIC_ACQUIRE) == 0)
 		return 0;
-	return tap_slew_shift(tap_raw_monotonic_ns());
+	return tap_slew_shift(raw_ns != 0 ? raw_ns : tap_raw_monotonic_ns());
 }
 
 /* Whether this thread is fasttime's refresh thread: asked once per thread
@@ -190,8 +191,9 @@ static bool tap_in_refresh_thread(void)
 	return known == 1;
 }
 
-/* What the tap adds to clock id's answers in this thread. */
-static int64_t tap_shift_for(clockid_t id)
+/* What the tap adds to clock id's answers in this thread, for an answer
+ * read when libc's CLOCK_MONOTONIC read raw_ns (0: now). */
+static int64_t tap_shift_at(clockid_t id, uint64_t raw_ns)
 {
 	int64_t shift = 0;
 
@@ -201,8 +203,14 @@ static int64_t tap_shift_for(clockid_t id)
 	    __atomic_load_n(&tap_refresh_lead_ns, __ATOMIC_ACQUIRE) != 0 && tap_in_refresh_thread())
 		shift += __atomic_load_n(&tap_refresh_lead_ns, __ATOMIC_ACQUIRE);
 	if (id == CLOCK_REALTIME || id == CLOCK_MONOTONIC)
-		shift += tap_slew_now();
+		shift += tap_slew_at(raw_ns);
 	return shift;
+}
+
+/* The same for an answer read now. */
+static int64_t tap_shift_for(clockid_t id)
+{
+	return tap_shift_at(id, 0);
 }
 
 static void tap_shift_timespec(struct timespec *ts, int64_t shift)
@@ -227,18 +235,52 @@ static void tap_spin(int (*next)(clockid_t, struct timespec *), uint64_t ns)
 			  (now.tv_nsec - start.tv_nsec)) < ns);
 }
 
+/* libc's clock id into ts, and into *raw_ns libc's CLOCK_MONOTONIC at the
+ * same moment, for the slew: a thread preempted between the two (a
+ * real-time load) would otherwise get a slew's shift for another moment
+ * than its reading, off by the slew's rate times the preemption. A
+ * realtime read is taken again while the monotonic reads around it lie
+ * more than TAP_SAME_MOMENT_NS apart (a few times at most). */
+#define TAP_SAME_MOMENT_NS 20000u
+static int tap_read_at(int (*next)(clockid_t, struct timespec *), clockid_t id, struct timespec *ts,
+		       uint64_t *raw_ns)
+{
+	int rc = 0;
+
+	if (ts == NULL || (id != CLOCK_MONOTONIC && id != CLOCK_REALTIME))
+		return next(id, ts);
+	if (id == CLOCK_MONOTONIC) {
+		rc = next(id, ts);
+		if (rc == 0)
+			*raw_ns = (uint64_t)ts->tv_sec * 1000000000u + (uint64_t)ts->tv_nsec;
+		return rc;
+	}
+	for (int attempt = 0; attempt < 8; attempt++) {
+		uint64_t before = tap_raw_monotonic_ns(), after;
+
+		rc = next(id, ts);
+		after = tap_raw_monotonic_ns();
+		*raw_ns = before + (after - before) / 2;
+		if (after - before <= TAP_SAME_MOMENT_NS)
+			break;
+	}
+	return rc;
+}
+
 /* The kernel's clock as the tap answers it, without counting. */
 static int tap_read(clockid_t id, struct timespec *ts)
 {
 	int (*next)(clockid_t, struct timespec *) = (int (*)(clockid_t, struct timespec *))tap_next(
 	    &tap_clock_gettime_next, "clock_gettime");
 	uint64_t cost = __atomic_load_n(&tap_read_cost_ns, __ATOMIC_ACQUIRE);
-	int64_t shift = tap_shift_for(id);
+	uint64_t raw = 0;
+	int64_t shift;
 	int rc;
 
 	tap_spin(next, cost / 2);
-	rc = next(id, ts);
+	rc = tap_read_at(next, id, ts, &raw);
 	tap_spin(next, cost - cost / 2);
+	shift = tap_shift_at(id, raw);
 	if (rc == 0 && ts != NULL && shift != 0)
 		tap_shift_timespec(ts, shift);
 	return rc;

@@ -330,6 +330,69 @@ START_TEST(test_watch_parted_restarts)
 }
 END_TEST
 
+/* The bound watch_trusted_ns promises, at s ns into the window. */
+static uint64_t watch_test_bound_at(int64_t error, int64_t drift_ppb, uint64_t since,
+				    uint64_t rate_ppm, uint64_t s)
+{
+	int64_t at = error + (int64_t)((__int128)drift_ppb * (__int128)s / 1000000000);
+	uint64_t magnitude = at < 0 ? 0 - (uint64_t)at : (uint64_t)at;
+
+	return magnitude + (uint64_t)((unsigned __int128)(since + s) * rate_ppm / 1000000u);
+}
+
+/* A line on the kernel's clock is trusted for the whole validity while the
+ * kernel's rate holds still; while it has been seen to move at chrony's
+ * fastest, for as long as that rate keeps the line within the budget (8.4
+ * ms). A line being paid back is trusted past its aim, until it is the
+ * budget beyond; one that is not yet within the budget may run half the
+ * budget further off, never more. Throughout each window the bound holds,
+ * and just after a window shorter than the validity it does not. */
+START_TEST(test_watch_trusted_window)
+{
+	const uint64_t budget = WATCH_LINE_BUDGET_NS;
+	const int64_t errors[] = { 0, 300000, -300000, 650000, -650000, 2000000, -2000000 };
+	const int64_t drifts[] = { 0, 50000000, -50000000, 200000000, -200000000 };
+	const uint64_t rates[] = { WATCH_RATE_FLOOR_PPM, 10000, 83333, 200000 };
+	const uint64_t sinces[] = { 0, 1000, 1000000 };
+
+	ck_assert_uint_eq(watch_trusted_ns(0, 0, 0, WATCH_RATE_FLOOR_PPM, budget), WATCH_VALID_NS);
+	ck_assert_uint_le(watch_trusted_ns(0, 0, 0, 83333, budget), budget * 12 + 1000);
+	ck_assert_uint_ge(watch_trusted_ns(0, 0, 0, 83333, budget), budget * 12 - 1000);
+	/* 300 us behind, caught up at 10 %: trusted until 700 us ahead. */
+	ck_assert_uint_ge(watch_trusted_ns(300000, -100000000, 0, WATCH_RATE_FLOOR_PPM, budget),
+			  9 * NS_PER_MS);
+	ck_assert_uint_eq(watch_trusted_ns((int64_t)WATCH_VALID_NS + 1, 0, 0, 500, budget), 0);
+	ck_assert_uint_eq(watch_trusted_ns(0, 0, NS_PER_SEC, 83333, budget), 0);
+	for (unsigned e = 0; e < sizeof errors / sizeof errors[0]; e++)
+		for (unsigned d = 0; d < sizeof drifts / sizeof drifts[0]; d++)
+			for (unsigned r = 0; r < sizeof rates / sizeof rates[0]; r++)
+				for (unsigned i = 0; i < sizeof sinces / sizeof sinces[0]; i++) {
+					int64_t error = errors[e], drift = drifts[d];
+					uint64_t rate = rates[r], since = sinces[i];
+					uint64_t magnitude =
+					    error < 0 ? 0 - (uint64_t)error : (uint64_t)error;
+					uint64_t grown = since * rate / 1000000u;
+					uint64_t allowed = magnitude + budget / 2 + grown > budget
+							       ? magnitude + budget / 2 + grown
+							       : budget;
+					uint64_t window =
+					    watch_trusted_ns(error, drift, since, rate, budget);
+
+					ck_assert_uint_le(window, WATCH_VALID_NS);
+					for (unsigned k = 0; k <= 16; k++)
+						ck_assert_uint_le(
+						    watch_test_bound_at(error, drift, since, rate,
+									window * k / 16),
+						    allowed + 1);
+					if (window > 0 && window < WATCH_VALID_NS)
+						ck_assert_uint_gt(watch_test_bound_at(
+								      error, drift, since, rate,
+								      window + window / 50 + 1000),
+								  allowed);
+				}
+}
+END_TEST
+
 Suite *suite_watch(void)
 {
 	Suite *s = suite_create("watch");
@@ -342,6 +405,7 @@ Suite *suite_watch(void)
 	tcase_add_test(tc, test_watch_line_holds);
 	tcase_add_test(tc, test_watch_suspend_bound);
 	tcase_add_test(tc, test_watch_parted_restarts);
+	tcase_add_test(tc, test_watch_trusted_window);
 	suite_add_tcase(s, tc);
 	return s;
 }
