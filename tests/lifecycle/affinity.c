@@ -102,23 +102,6 @@ static void affinity_pin_self(int cpu)
 		life_fail("sched_setaffinity(%d): %s", cpu, strerror(errno));
 }
 
-/* The refresh thread's id, waiting up to 3 s for it. */
-static pid_t affinity_refresh_thread(void)
-{
-	pid_t tid = -1;
-
-	for (unsigned i = 0; i < 300 && tid < 0; i++) {
-		tid = life_thread_named("fasttime");
-		if (tid < 0)
-			life_sleep_ms(10);
-	}
-	if (tid < 0) {
-		life_list_threads();
-		life_fail("no thread named fasttime");
-	}
-	return tid;
-}
-
 /* A worker pinned to its own CPU. */
 struct affinity_worker {
 	int cpu;
@@ -211,7 +194,7 @@ static void affinity_one_cpu(bool moved, int home, const cpu_set_t *process)
 	if (!moved)
 		affinity_pin_self(home);
 	life_require_fast();
-	tid = affinity_refresh_thread();
+	tid = life_wait_refresh_thread();
 	if (moved) {
 		affinity_move_all(home);
 		/* A round that was pinning the thread as it moved may finish
@@ -246,7 +229,7 @@ static void affinity_workers(bool worker_first, int home, int other, const cpu_s
 		life_fail("pthread_create failed");
 	if (worker_first) {
 		pthread_join(thread, NULL);
-		tid = affinity_refresh_thread();
+		tid = life_wait_refresh_thread();
 		/* The main thread's CPU was never the refresh thread's: its
 		 * calls must be answered from the TSC all the same. */
 		life_mono_ns();
@@ -256,7 +239,7 @@ static void affinity_workers(bool worker_first, int home, int other, const cpu_s
 				  home, other);
 		affinity_watch(tid, process, &program, NULL, &found);
 	} else {
-		tid = affinity_refresh_thread();
+		tid = life_wait_refresh_thread();
 		affinity_watch(tid, process, &program, &worker.done, &found);
 		pthread_join(thread, NULL);
 		life_say("workers: worker on CPU %d: %llu of %llu batches of %u reads answered "

@@ -373,6 +373,22 @@ void life_list_threads(void)
 	fflush(stdout);
 }
 
+pid_t life_wait_refresh_thread(void)
+{
+	pid_t tid = -1;
+
+	for (unsigned i = 0; i < 300 && tid < 0; i++) {
+		tid = life_thread_named("fasttime");
+		if (tid < 0)
+			life_sleep_ms(10);
+	}
+	if (tid < 0) {
+		life_list_threads();
+		life_fail("no thread named fasttime");
+	}
+	return tid;
+}
+
 bool life_wait_fast(unsigned max_ms)
 {
 	uint64_t deadline = life_libc_mono_ns() + max_ms * LIFE_NS_PER_MS;

@@ -70,6 +70,9 @@ unsigned life_threads_named(const char *comm);
 pid_t life_thread_named(const char *comm);
 /* Lists the threads' names on stdout, for a failure message. */
 void life_list_threads(void);
+/* The refresh thread's id ("fasttime"), waiting up to 3 s for it; fails
+ * the test, listing the threads, when none comes. */
+pid_t life_wait_refresh_thread(void);
 
 /* Reads CLOCK_MONOTONIC through the preload until a batch of reads is
  * answered entirely from the TSC or max_ms pass; true when it was. */

@@ -58,7 +58,7 @@ static void sched_become(const char *what)
 int main(int argc, char **argv)
 {
 	cpu_set_t process, thread;
-	pid_t tid = -1;
+	pid_t tid;
 	int policy, nice_value, unpinned = 0;
 
 	life_begin("sched");
@@ -81,15 +81,7 @@ int main(int argc, char **argv)
 				  argv[1]);
 	}
 	life_require_fast();
-	for (unsigned i = 0; i < 300 && tid < 0; i++) {
-		tid = life_thread_named("fasttime");
-		if (tid < 0)
-			life_sleep_ms(10);
-	}
-	if (tid < 0) {
-		life_list_threads();
-		life_fail("no thread named fasttime");
-	}
+	tid = life_wait_refresh_thread();
 
 	policy = sched_getscheduler(tid);
 	errno = 0;
