@@ -21,6 +21,7 @@
 #include <stdbool.h>
 #include <sys/syscall.h>
 
+#include "raw_syscall.h"
 #include "refresh.h"
 
 #define PRELOAD_SANDBOX_EXPORT	__attribute__((visibility("default")))
@@ -101,25 +102,12 @@ __asm__(".text\n"
 			 ".size preload_sandbox_syscall_unresolved, "
 			 ".-preload_sandbox_syscall_unresolved\n");
 
-/* The system call itself, with libc's convention: while libc's function
- * is being looked up on this thread, or cannot be found. */
+/* The system call itself (raw_syscall.h): while libc's function is being
+ * looked up on this thread, or cannot be found. */
 static long preload_sandbox_raw_syscall(long number, long a1, long a2, long a3, long a4, long a5,
 					long a6)
 {
-	register long r10 __asm__("r10") = a4;
-	register long r8 __asm__("r8") = a5;
-	register long r9 __asm__("r9") = a6;
-	long rc;
-
-	__asm__ volatile("syscall"
-			 : "=a"(rc)
-			 : "0"(number), "D"(a1), "S"(a2), "d"(a3), "r"(r10), "r"(r8), "r"(r9)
-			 : "rcx", "r11", "memory");
-	if ((unsigned long)rc > -4096ul) {
-		errno = (int)-rc;
-		return -1;
-	}
-	return rc;
+	return raw_syscall(number, a1, a2, a3, a4, a5, a6);
 }
 
 static int preload_sandbox_raw_prctl(int option, ...)

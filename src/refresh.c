@@ -28,6 +28,7 @@
 #include "clock.h"
 #include "debug.h"
 #include "libc.h"
+#include "raw_syscall.h"
 #include "sandbox.h"
 #include "signal_guard.h"
 #include "table.h"
@@ -126,12 +127,20 @@ static bool refresh_main_known;
 /* The refresh thread's id, for a reader that moves it back; 0 where no
  * refresh thread runs (a fork child, the tools' own rounds). */
 static pid_t refresh_tid;
-/* The visit in progress: the counter when the thread began pinning to
- * refresh_visit_cpu, 0 between visits, REFRESH_VISIT_RESCUED once a reader
- * moved the thread away. */
+/* The visit in progress: 0 between visits; else the counter when the
+ * thread began pinning to refresh_visit_cpu, or when a rescuer last tried to
+ * move it away (REFRESH_VISIT_MOVED set where that worked), or
+ * REFRESH_VISIT_MOVING while a rescuer makes the system call
+ * (refresh_rescue). A rescue may come again REFRESH_VISIT_MAX_NS later: the
+ * thread may have undone the last one with its pin. */
 static uint64_t refresh_visit_since_tsc;
 static uint32_t refresh_visit_cpu;
-#define REFRESH_VISIT_RESCUED UINT64_MAX
+#define REFRESH_VISIT_MOVED  (1ull << 63)
+#define REFRESH_VISIT_MOVING UINT64_MAX
+/* How long the thread waits, at a visit's end, for a rescuer's system call
+ * under way to return (it takes microseconds unless the rescuer is
+ * preempted). */
+#define REFRESH_RESCUE_WAIT_NS 100000000ull
 /* The soonest the watch looks again after a look. */
 #define REFRESH_LOOK_SOONEST_NS 1000000ull
 /* When (monotonic ns) the validity last granted ends: the watch looks
@@ -220,6 +229,14 @@ uint64_t refresh_interval_after(unsigned round, uint64_t configured_ns)
 	return interval < configured_ns ? interval : configured_ns;
 }
 
+/* Whether a rescuer moved, or is moving, the thread in this visit. */
+static bool refresh_rescue_seen(void)
+{
+	uint64_t since = __atomic_load_n(&refresh_visit_since_tsc, __ATOMIC_ACQUIRE);
+
+	return since != 0 && (since & REFRESH_VISIT_MOVED);
+}
+
 /* Whether someone else changed this thread's affinity since it last set it:
  * then what they set becomes the thread's own CPUs, and refresh_moved says
  * so. The tools' rounds never ask. */
@@ -233,6 +250,12 @@ static bool refresh_mask_moved(void)
 	if (sched_getaffinity(0, sizeof found, (cpu_set_t *)found) != 0 ||
 	    cpu_mask_equal(found, refresh_own_mask, REFRESH_MASK_WORDS))
 		return false;
+	/* A rescuer moved this thread in the visit under way (refresh_rescue):
+	 * no move of the program's. */
+	if (refresh_rescue_seen()) {
+		memcpy(refresh_own_mask, found, sizeof found);
+		return false;
+	}
 	memcpy(refresh_start_mask, found, sizeof found);
 	memcpy(refresh_own_mask, found, sizeof found);
 	refresh_moved = true;
@@ -366,6 +389,37 @@ static void refresh_visit_begin(uint32_t cpu)
 	__atomic_store_n(&refresh_visit_since_tsc, cpu_rdtsc(), __ATOMIC_RELEASE);
 }
 
+/* Closes the visit under way; true when a rescuer moved the thread in it
+ * (then this thread's own mask is what the rescuer left). */
+static bool refresh_visit_close(void)
+{
+	uint64_t since = __atomic_load_n(&refresh_visit_since_tsc, __ATOMIC_ACQUIRE);
+	struct timespec pause = { 0, 50000 };
+	bool rescued;
+
+	/* A rescuer's system call under way: let it land first, so that the
+	 * mask taken below is the one it leaves. */
+	for (uint64_t waited = 0;; waited += (uint64_t)pause.tv_nsec) {
+		if (since == REFRESH_VISIT_MOVING && waited < REFRESH_RESCUE_WAIT_NS) {
+			nanosleep(&pause, NULL);
+			since = __atomic_load_n(&refresh_visit_since_tsc, __ATOMIC_ACQUIRE);
+			continue;
+		}
+		if (since == REFRESH_VISIT_MOVING ||
+		    __atomic_compare_exchange_n(&refresh_visit_since_tsc, &since, 0, false,
+						__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+			break;
+	}
+	rescued = since == REFRESH_VISIT_MOVING || (since != 0 && (since & REFRESH_VISIT_MOVED));
+	/* A rescuer set this thread's mask: that is no move of the program's
+	 * (refresh_mask_moved), and the mask is what the kernel now holds. */
+	if (rescued) {
+		memset(refresh_own_mask, 0, sizeof refresh_own_mask);
+		sched_getaffinity(0, sizeof refresh_own_mask, (cpu_set_t *)refresh_own_mask);
+	}
+	return rescued;
+}
+
 /* Ends the visit to cpu begun at start_ns; false when the CPU was not
  * free: a reader moved the thread away, or it waited more than
  * REFRESH_VISIT_MAX_NS. Rounds then skip the CPU for a while (its line is
@@ -374,21 +428,12 @@ static void refresh_visit_begin(uint32_t cpu)
 static bool refresh_visit_end(uint32_t cpu, uint64_t start_ns)
 {
 	struct refresh_cpu *c = &refresh_cpus[cpu];
+	bool rescued = refresh_visit_close();
 	uint64_t now = refresh_mono_ns();
-	bool rescued = __atomic_exchange_n(&refresh_visit_since_tsc, 0, __ATOMIC_ACQ_REL) ==
-		       REFRESH_VISIT_RESCUED;
 
 	if (!rescued && now - start_ns <= REFRESH_VISIT_MAX_NS) {
 		c->unreachable_backoff_ns = 0;
 		return true;
-	}
-	/* The reader set the mask it computed from the home mask (which only
-	 * this thread writes, after the round): that is no move of the
-	 * program's (refresh_mask_moved). */
-	if (rescued) {
-		memcpy(refresh_own_mask, refresh_home_mask, sizeof refresh_own_mask);
-		refresh_own_mask[cpu / (8 * sizeof(unsigned long))] &=
-		    ~(1ul << (cpu % (8 * sizeof(unsigned long))));
 	}
 	c->unreachable_backoff_ns = c->unreachable_backoff_ns == 0 ? REFRESH_UNREACHABLE_FIRST_NS
 				    : c->unreachable_backoff_ns >= REFRESH_UNREACHABLE_LAST_NS
@@ -408,7 +453,12 @@ static bool refresh_visit_skipped(uint32_t cpu, uint64_t now)
 	return refresh_cpus[cpu].unreachable_until_ns > now && (unsigned)sched_getcpu() != cpu;
 }
 
-void refresh_free_stuck_thread(void)
+/* Moves the refresh thread off the CPU of a visit that lasted
+ * REFRESH_VISIT_MAX_NS (or, forced, of any visit: a stopper waiting to join
+ * it, where no line may yet say how fast the counter runs), to its home
+ * CPUs less that one. One rescuer at a time; a failed system call is
+ * tried again only as late as a new visit would be. */
+static void refresh_rescue(bool forced)
 {
 	uint64_t since = __atomic_load_n(&refresh_visit_since_tsc, __ATOMIC_ACQUIRE);
 	uint64_t max_ticks = __atomic_load_n(&refresh_visit_max_ticks, __ATOMIC_RELAXED);
@@ -416,10 +466,11 @@ void refresh_free_stuck_thread(void)
 	pid_t tid = __atomic_load_n(&refresh_tid, __ATOMIC_RELAXED);
 	uint32_t cpu = __atomic_load_n(&refresh_visit_cpu, __ATOMIC_RELAXED);
 	bool any = false;
-	int saved_errno;
+	int saved_errno, rc;
 
-	if (since == 0 || since == REFRESH_VISIT_RESCUED || max_ticks == 0 || tid == 0 ||
-	    cpu_rdtsc() - since < max_ticks)
+	if (since == 0 || since == REFRESH_VISIT_MOVING || tid == 0)
+		return;
+	if (!forced && (max_ticks == 0 || cpu_rdtsc() - (since & ~REFRESH_VISIT_MOVED) < max_ticks))
 		return;
 	for (unsigned w = 0; w < REFRESH_MASK_WORDS; w++) {
 		home[w] = __atomic_load_n(&refresh_home_mask[w], __ATOMIC_RELAXED);
@@ -427,14 +478,22 @@ void refresh_free_stuck_thread(void)
 			home[w] &= ~(1ul << (cpu % (8 * sizeof(unsigned long))));
 		any = any || home[w] != 0;
 	}
-	/* One reader moves it, once per visit. */
 	if (!any ||
-	    !__atomic_compare_exchange_n(&refresh_visit_since_tsc, &since, REFRESH_VISIT_RESCUED,
+	    !__atomic_compare_exchange_n(&refresh_visit_since_tsc, &since, REFRESH_VISIT_MOVING,
 					 false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
 		return;
 	saved_errno = errno;
-	sched_setaffinity(tid, sizeof home, (cpu_set_t *)home);
+	rc = sched_setaffinity(tid, sizeof home, (cpu_set_t *)home);
 	errno = saved_errno;
+	/* Only the rescuer writes the word while it says MOVING. */
+	__atomic_store_n(&refresh_visit_since_tsc,
+			 (cpu_rdtsc() & ~REFRESH_VISIT_MOVED) | (rc == 0 ? REFRESH_VISIT_MOVED : 0),
+			 __ATOMIC_RELEASE);
+}
+
+void refresh_free_stuck_thread(void)
+{
+	refresh_rescue(false);
 }
 
 /* Notes the rate c's last update learned (refresh_rate_ppm): a line
@@ -1098,9 +1157,18 @@ static void refresh_choose_apis(unsigned round, unsigned with_line)
 	unsigned fallbacks = 0;
 	uint32_t cpu, chosen;
 
-	if (!refresh_cpu_for_choice(&cpu) || !refresh_pin(cpu))
+	if (!refresh_cpu_for_choice(&cpu))
 		return;
+	/* A visit like a round's: a real-time thread that takes the CPU
+	 * meanwhile gets the thread moved back by a reader. */
+	refresh_visit_begin(cpu);
+	if (!refresh_pin(cpu)) {
+		refresh_visit_close();
+		return;
+	}
 	chosen = api_choice_measure(refresh_mode_flags, costs, &fallbacks, refresh_renew_validity);
+	if (refresh_visit_close())
+		fallbacks++;
 	refresh_unpin();
 	if (fallbacks > 0) {
 		refresh_choice.rejected++;
@@ -1244,8 +1312,8 @@ static void refresh_sleep_until(uint64_t deadline_ns)
 		span.tv_sec = (time_t)(left / CLOCK_NS_PER_SEC);
 		span.tv_nsec = (long)(left % CLOCK_NS_PER_SEC);
 		/* Woken, interrupted or refused (the word is set): look again. */
-		if (syscall(SYS_futex, &refresh_stop_word, FUTEX_WAIT_PRIVATE, 0, &span, NULL, 0) !=
-			0 &&
+		if (raw_syscall(SYS_futex, (long)&refresh_stop_word, FUTEX_WAIT_PRIVATE, 0,
+				(long)&span, 0, 0) != 0 &&
 		    errno == ETIMEDOUT)
 			return;
 	}
@@ -1464,7 +1532,7 @@ static void refresh_own_scheduling(void)
 	struct sched_param ordinary = { .sched_priority = 0 };
 
 	pthread_setschedparam(pthread_self(), SCHED_OTHER, &ordinary);
-	setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 0);
+	setpriority(PRIO_PROCESS, (id_t)raw_syscall(SYS_gettid, 0, 0, 0, 0, 0, 0), 0);
 }
 
 /* The thread ends on its own (the fast path cannot run here): nobody will
@@ -1477,6 +1545,7 @@ static void refresh_quit(void)
 		if (__atomic_compare_exchange_n(&refresh_state, &state, REFRESH_OFF, false,
 						__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
 			refresh_set_state(REFRESH_OFF);
+			__atomic_store_n(&refresh_tid, 0, __ATOMIC_RELAXED);
 			pthread_detach(pthread_self());
 			return;
 		}
@@ -1505,7 +1574,8 @@ static void *refresh_main(void *unused)
 	/* Named from inside: pthread_setname_np on another thread opens a file
 	 * in /proc from the caller's thread, which must not see a descriptor. */
 	prctl(PR_SET_NAME, "fasttime", 0, 0, 0);
-	__atomic_store_n(&refresh_tid, (pid_t)syscall(SYS_gettid), __ATOMIC_RELAXED);
+	__atomic_store_n(&refresh_tid, (pid_t)raw_syscall(SYS_gettid, 0, 0, 0, 0, 0, 0),
+			 __ATOMIC_RELAXED);
 	refresh_own_scheduling();
 	libc_resolve();
 	reason = refresh_prepare();
@@ -1624,6 +1694,10 @@ static bool refresh_join(pthread_t thread)
 		}
 		if (pthread_timedjoin_np(thread, NULL, &deadline) != ETIMEDOUT)
 			return true;
+		/* Stuck behind a real-time thread on a CPU it pinned to, the
+		 * thread could not even see the stop. */
+		if (waited >= REFRESH_VISIT_MAX_NS)
+			refresh_rescue(true);
 	}
 	return false;
 }
@@ -1682,7 +1756,7 @@ enum refresh_stopped refresh_stop(enum refresh_stop_kind kind)
 		return REFRESH_STOPPED_NONE;
 	}
 	__atomic_store_n(&refresh_stop_word, (uint32_t)kind, __ATOMIC_RELEASE);
-	syscall(SYS_futex, &refresh_stop_word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+	raw_syscall(SYS_futex, (long)&refresh_stop_word, FUTEX_WAKE_PRIVATE, 1, 0, 0, 0);
 	if (may_join && refresh_join(refresh_thread)) {
 		stopped = REFRESH_STOPPED_JOINED;
 	} else if (may_join && kind == REFRESH_STOP_FOR_GOOD) {
@@ -1692,6 +1766,10 @@ enum refresh_stopped refresh_stop(enum refresh_stop_kind kind)
 		refresh_unjoined_thread = refresh_thread;
 		refresh_has_unjoined = true;
 	}
+	/* Under the filter about to go in, no reader may move the thread: a
+	 * sched_setaffinity the filter forbids would kill the program. */
+	if (kind == REFRESH_STOP_FOR_GOOD)
+		__atomic_store_n(&refresh_tid, 0, __ATOMIC_RELAXED);
 	refresh_set_state(kind == REFRESH_STOP_FOR_GOOD ? REFRESH_OFF : REFRESH_IDLE);
 	debug_log(
 	    "refresh thread %s%s", stopped == REFRESH_STOPPED_JOINED ? "stopped" : "asked to stop",
