@@ -1139,12 +1139,15 @@ uint32_t refresh_flags_for(uint32_t apis)
 static void refresh_publish_flags(void)
 {
 	uint32_t apis = refresh_verdict.trusted && refresh_apis_chosen ? refresh_choice.chosen : 0;
+	uint32_t flags = refresh_flags_for(apis);
+	uint32_t seen = __atomic_load_n(&table_shared.api_flags, __ATOMIC_RELAXED);
 
-	__atomic_store_n(
-	    &table_shared.api_flags,
-	    refresh_flags_for(apis) |
-		(__atomic_load_n(&table_shared.api_flags, __ATOMIC_RELAXED) & CLOCK_START_PENDING),
-	    __ATOMIC_RELEASE);
+	/* A stopper may set CLOCK_START_PENDING meanwhile (refresh_set_state):
+	 * it must not be lost. */
+	while (!__atomic_compare_exchange_n(&table_shared.api_flags, &seen,
+					    flags | (seen & CLOCK_START_PENDING), false,
+					    __ATOMIC_RELEASE, __ATOMIC_RELAXED))
+		;
 }
 
 /* Measures each entry point against libc on a CPU that has a line, and
