@@ -116,6 +116,13 @@ static inline void cpu_mask_set(unsigned long *mask, uint32_t cpu)
 	mask[cpu / bits] |= 1ul << (cpu % bits);
 }
 
+static inline void cpu_mask_clear(unsigned long *mask, uint32_t cpu)
+{
+	const unsigned bits = 8 * sizeof(unsigned long);
+
+	mask[cpu / bits] &= ~(1ul << (cpu % bits));
+}
+
 /* Whether two masks of words words hold the same CPUs. */
 static inline bool cpu_mask_equal(const unsigned long *a, const unsigned long *b, unsigned words)
 {

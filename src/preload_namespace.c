@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "debug.h"
+#include "raw_syscall.h"
 #include "refresh.h"
 
 #define PRELOAD_NAMESPACE_EXPORT __attribute__((visibility("default")))
@@ -52,12 +53,12 @@ static int (*preload_namespace_next_setns)(int, int);
 
 static int preload_namespace_raw_unshare(int flags)
 {
-	return (int)syscall(SYS_unshare, flags);
+	return (int)raw_syscall(SYS_unshare, flags, 0, 0, 0, 0, 0);
 }
 
 static int preload_namespace_raw_setns(int fd, int nstype)
 {
-	return (int)syscall(SYS_setns, fd, nstype);
+	return (int)raw_syscall(SYS_setns, fd, nstype, 0, 0, 0, 0);
 }
 
 /* libc's function (dlsym of a symbol that exists allocates nothing), or

@@ -472,12 +472,12 @@ static void refresh_rescue(bool forced)
 		return;
 	if (!forced && (max_ticks == 0 || cpu_rdtsc() - (since & ~REFRESH_VISIT_MOVED) < max_ticks))
 		return;
-	for (unsigned w = 0; w < REFRESH_MASK_WORDS; w++) {
+	for (unsigned w = 0; w < REFRESH_MASK_WORDS; w++)
 		home[w] = __atomic_load_n(&refresh_home_mask[w], __ATOMIC_RELAXED);
-		if (w == cpu / (8 * sizeof(unsigned long)))
-			home[w] &= ~(1ul << (cpu % (8 * sizeof(unsigned long))));
+	if (cpu < CPU_MAX_CPUS)
+		cpu_mask_clear(home, cpu);
+	for (unsigned w = 0; w < REFRESH_MASK_WORDS; w++)
 		any = any || home[w] != 0;
-	}
 	if (!any ||
 	    !__atomic_compare_exchange_n(&refresh_visit_since_tsc, &since, REFRESH_VISIT_MOVING,
 					 false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
@@ -627,8 +627,7 @@ static void refresh_forget_old_samples(unsigned long *sampled)
 	for (uint32_t cpu = cpu_mask_next(sampled, REFRESH_MASK_WORDS, 0); cpu < CPU_MAX_CPUS;
 	     cpu = cpu_mask_next(sampled, REFRESH_MASK_WORDS, cpu + 1))
 		if (now - refresh_round_samples[cpu].ns > REFRESH_VISIT_MAX_NS)
-			sampled[cpu / (8 * sizeof(unsigned long))] &=
-			    ~(1ul << (cpu % (8 * sizeof(unsigned long))));
+			cpu_mask_clear(sampled, cpu);
 }
 
 /* Before a round publishes its lines: the validity granted for the old
