@@ -90,10 +90,15 @@ uint64_t watch_trusted_ns(int64_t error_ns, int64_t drift_ppb, uint64_t since_ns
 	 * moved while the thread slept, and the lines learn a new rate over
 	 * two samples) is not given up while it is paid back: given up now,
 	 * its readers would be held by their clamp for as long as it is
-	 * ahead. It may run half the budget further off. */
+	 * ahead. It may run half the budget further off. Only while paid back
+	 * (the error and its drift of opposite signs): a line moving off would
+	 * be granted half the budget more at every look, and run off without
+	 * end. */
+	bool paid_back = (error_ns > 0 && drift_ppb < 0) || (error_ns < 0 && drift_ppb > 0);
+
 	if (magnitude > WATCH_VALID_NS || grown >= budget_ns)
 		return 0;
-	if (magnitude + budget_ns / 2 + grown > budget_ns)
+	if (paid_back && magnitude + budget_ns / 2 + grown > budget_ns)
 		budget_ns = magnitude + budget_ns / 2 + (uint64_t)grown;
 	room = (int64_t)(budget_ns - (uint64_t)grown);
 	/* The line behind the kernel's clock (a positive error), then ahead. */

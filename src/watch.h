@@ -109,9 +109,10 @@ bool watch_parted(int64_t last_error_ns, uint64_t last_ns, int64_t error_ns, uin
  * last measured against the line (the prediction's uncertainty has grown
  * at rate_ppm since), rate_ppm how far the kernel's rate may move from the
  * one learned. The line stays within budget_ns of the kernel's clock for
- * that long, or, where it is off by more than half of it now, within
- * half of it further (a line being paid back converges); 0 when even that
- * does not hold now, or the line is off by more than WATCH_VALID_NS. */
+ * that long, or, where it is off by more than half of it now and being
+ * paid back (drift against error), within half of it further (such a line
+ * converges); 0 when even that does not hold now, or the line is off by
+ * more than WATCH_VALID_NS. */
 uint64_t watch_trusted_ns(int64_t error_ns, int64_t drift_ppb, uint64_t since_ns, uint64_t rate_ppm,
 			  uint64_t budget_ns);
 
