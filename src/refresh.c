@@ -550,14 +550,25 @@ static uint64_t refresh_rate_ppm(void)
 	return ppm > WATCH_RATE_FLOOR_PPM ? ppm : WATCH_RATE_FLOOR_PPM;
 }
 
-/* The kernel's clock minus c's line at tsc, as c's last sample and learned
- * rate predict it, and how fast that moves (parts per billion): a bent line
- * pays an error back until its aim, then runs on past it. */
+/* The rate c's line is judged at: kernel_mult where the caller knows the
+ * kernel's rate better (a look just found it on another CPU's line), else
+ * the rate c learned, else its line's own. */
+static uint64_t refresh_judging_rate(const struct refresh_cpu *c, uint64_t kernel_mult)
+{
+	if (kernel_mult != 0)
+		return kernel_mult;
+	return c->calib.slope_mult != 0 ? c->calib.slope_mult : c->calib.line.mult;
+}
+
+/* The kernel's clock minus c's line at tsc, as c's last sample and the
+ * kernel's rate (refresh_judging_rate) predict it, and how fast that moves
+ * (parts per billion): a bent line pays an error back until its aim, then
+ * runs on past it. */
 static int64_t refresh_predicted_error(const struct refresh_cpu *c, uint64_t tsc,
-				       int64_t *drift_ppb)
+				       uint64_t kernel_mult, int64_t *drift_ppb)
 {
 	const struct calib_cpu *k = &c->calib;
-	uint64_t slope = k->slope_mult != 0 ? k->slope_mult : k->line.mult;
+	uint64_t slope = refresh_judging_rate(c, kernel_mult);
 	int64_t ticks = (int64_t)(tsc - k->anchor.tsc);
 	uint64_t kernel =
 	    k->anchor.ns + (uint64_t)(int64_t)(((__int128)ticks * (__int128)slope) >> 64);
@@ -567,15 +578,17 @@ static int64_t refresh_predicted_error(const struct refresh_cpu *c, uint64_t tsc
 	return (int64_t)(kernel - calib_line_eval(k->line, tsc));
 }
 
-/* How long c's line may answer from tsc: its predicted error plus
- * deviation_ns (what a look just measured beyond the prediction), grown
- * since since_ns ago at the rate the kernel's may move, within the budget
- * less the sandwiches' noise (watch_trusted_ns). */
+/* How long c's line may answer from tsc: its predicted error (at
+ * kernel_mult, refresh_judging_rate) plus deviation_ns (what a look just
+ * measured beyond the prediction), grown since since_ns ago at the rate the
+ * kernel's may move, within the budget less the sandwiches' noise
+ * (watch_trusted_ns). */
 static uint64_t refresh_cpu_trusted_ns(const struct refresh_cpu *c, uint64_t tsc,
-				       int64_t deviation_ns, uint64_t since_ns)
+				       uint64_t kernel_mult, int64_t deviation_ns,
+				       uint64_t since_ns)
 {
 	uint64_t noise = 2 * c->last_width_ns + 1000u;
-	int64_t drift, error = refresh_predicted_error(c, tsc, &drift) + deviation_ns;
+	int64_t drift, error = refresh_predicted_error(c, tsc, kernel_mult, &drift) + deviation_ns;
 
 	if (noise >= WATCH_LINE_BUDGET_NS)
 		return 0;
@@ -584,12 +597,19 @@ static uint64_t refresh_cpu_trusted_ns(const struct refresh_cpu *c, uint64_t tsc
 }
 
 /* The window every answering line may have from tsc (now_ns): the least of
- * theirs. After a round (look false), each from its own sample; after a
- * look at one of them, from the look, whose deviation from the prediction
- * is the kernel's own and so holds for every line. */
-static uint64_t refresh_lines_window(uint64_t tsc, uint64_t now_ns, bool look, int64_t deviation_ns)
+ * theirs. After a round (looked NULL), each from its own sample at the
+ * rate it learned; after a look at the line of the CPU looked, from the
+ * look, whose deviation from that line's prediction is the kernel's own and
+ * so holds for every line, and at the rate that prediction just proved.
+ * Not at each line's own learned rate: a line restarted at a rate learned
+ * across a slew's end (its CPU was left unvisited meanwhile) parts from
+ * the kernel's clock at the difference, and a look elsewhere would renew
+ * it round after round on its own wrong prediction. */
+static uint64_t refresh_lines_window(uint64_t tsc, uint64_t now_ns,
+				     const struct refresh_cpu *looked, int64_t deviation_ns)
 {
 	uint64_t window = WATCH_VALID_NS;
+	uint64_t kernel_mult = looked != NULL ? refresh_judging_rate(looked, 0) : 0;
 
 	for (uint32_t cpu = 0; cpu < CPU_MAX_CPUS; cpu++) {
 		const struct refresh_cpu *c = &refresh_cpus[cpu];
@@ -597,9 +617,11 @@ static uint64_t refresh_lines_window(uint64_t tsc, uint64_t now_ns, bool look, i
 
 		if (!refresh_cpu_answers(c))
 			continue;
-		since =
-		    look || now_ns < c->last_sample_mono_ns ? 0 : now_ns - c->last_sample_mono_ns;
-		trusted = refresh_cpu_trusted_ns(c, tsc, look ? deviation_ns : 0, since);
+		since = looked != NULL || now_ns < c->last_sample_mono_ns
+			    ? 0
+			    : now_ns - c->last_sample_mono_ns;
+		trusted = refresh_cpu_trusted_ns(c, tsc, kernel_mult,
+						 looked != NULL ? deviation_ns : 0, since);
 		if (trusted < window)
 			window = trusted;
 	}
@@ -683,13 +705,20 @@ static void refresh_withdraw_unsampled(const unsigned long *renewed)
 	}
 }
 
-/* Learns the rate from c's last sample to sample, where the pair says it
- * (calib_slope_estimate), before the line restarts there. */
-static bool refresh_relearn_rate(struct refresh_cpu *c, const struct calib_sample *sample)
+/* Learns the rate before c's line restarts at sample: the round's rate
+ * (round_mult, learned on the CPUs whose lines answered until now), the
+ * kernel's clock being one for every CPU; else the rate from c's last
+ * sample to sample, where the pair says it (calib_slope_estimate). Not
+ * c's own first where another is fresher: c's last sample may be seconds
+ * old (its CPU was skipped, or its line lapsed), and a rate learned across
+ * a slew's start or end is neither, parting from the kernel's clock at
+ * the difference as soon as the line restarts. */
+static bool refresh_relearn_rate(struct refresh_cpu *c, const struct calib_sample *sample,
+				 uint64_t round_mult)
 {
-	uint64_t mult, uncertainty;
+	uint64_t mult = round_mult, uncertainty;
 
-	if (!calib_slope_estimate(&c->calib, sample, &mult, &uncertainty))
+	if (mult == 0 && !calib_slope_estimate(&c->calib, sample, &mult, &uncertainty))
 		return false;
 	c->calib.slope_mult = mult;
 	return true;
@@ -710,7 +739,7 @@ static bool refresh_update_one(uint32_t cpu, const struct calib_sample *sample,
 	 * measured since its last sample: lines that lapse round after round
 	 * would otherwise keep a rate the kernel's clock left long ago. */
 	if (!restart && state->withdrawn && state->calib.line.mult != 0)
-		relearned = refresh_relearn_rate(state, sample);
+		relearned = refresh_relearn_rate(state, sample, shared_mult);
 	if (restart || (state->withdrawn && state->calib.line.mult != 0))
 		state->last_outcome = calib_cpu_restart(&state->calib, sample);
 	else
@@ -1002,7 +1031,10 @@ unsigned refresh_round(uint64_t scheduled_ns)
 		cpu_mask_set(sampled, cpu);
 		if (refresh_round_samples[cpu].width_ns < narrowest.width_ns)
 			narrowest = refresh_round_samples[cpu];
-		if (calib_slope_estimate(&c->calib, &refresh_round_samples[cpu], &estimate,
+		/* Only from lines that answered until now: a line withdrawn
+		 * meanwhile learns from the others (refresh_relearn_rate). */
+		if (!c->withdrawn &&
+		    calib_slope_estimate(&c->calib, &refresh_round_samples[cpu], &estimate,
 					 &uncertainty) &&
 		    uncertainty < best_uncertainty) {
 			best_uncertainty = uncertainty;
@@ -1068,7 +1100,7 @@ unsigned refresh_round(uint64_t scheduled_ns)
 	if (with_line > 0) {
 		uint64_t tsc = cpu_rdtsc(), now = refresh_mono_ns();
 
-		refresh_trust_lines(tsc, mult, refresh_lines_window(tsc, now, false, 0),
+		refresh_trust_lines(tsc, mult, refresh_lines_window(tsc, now, NULL, 0),
 				    restart || relaunched);
 	}
 	refresh_verdict.steady_rounds =
@@ -1362,7 +1394,7 @@ static void refresh_note_seen_move(const struct refresh_cpu *c, const struct cal
 	if (slope == 0 || c->look_mono_ns == 0 || sample->ns <= c->look_mono_ns)
 		return;
 	span = sample->ns - c->look_mono_ns;
-	(void)refresh_predicted_error(c, sample->tsc, &drift);
+	(void)refresh_predicted_error(c, sample->tsc, 0, &drift);
 	moved = error - c->look_error_ns - (int64_t)((__int128)drift * (__int128)span / 1000000000);
 	magnitude = moved < 0 ? 0 - (uint64_t)moved : (uint64_t)moved;
 	/* Both looks' sandwiches, the earlier one's as wide as the round's. */
@@ -1389,12 +1421,12 @@ static void refresh_note_seen_move(const struct refresh_cpu *c, const struct cal
 static bool refresh_watch_renew(const struct refresh_cpu *c, const struct calib_sample *sample,
 				int64_t error)
 {
-	int64_t drift, deviation = error - refresh_predicted_error(c, sample->tsc, &drift);
+	int64_t drift, deviation = error - refresh_predicted_error(c, sample->tsc, 0, &drift);
 	uint64_t window, magnitude = deviation < 0 ? 0 - (uint64_t)deviation : (uint64_t)deviation;
 
 	if (magnitude > WATCH_LINE_TOLERANCE_NS + sample->width_ns)
 		return false;
-	window = refresh_lines_window(sample->tsc, sample->ns, true, deviation);
+	window = refresh_lines_window(sample->tsc, sample->ns, c, deviation);
 	if (window == 0)
 		return false;
 	refresh_trust_lines(sample->tsc, c->calib.line.mult, window, false);
