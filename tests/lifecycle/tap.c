@@ -7,7 +7,9 @@
  * tests of the fast path from passing on the fallback alone.
  *
  * The tap can also hold the refresh thread (named "fasttime") at its next
- * call: a starved or dead refresh thread, on demand. And it can move the
+ * call: a starved or dead refresh thread, on demand; or at its next call
+ * made while it visits a CPU (pinned to that one CPU), so that the hold
+ * lands inside a round. And it can move the
  * kernel's clock as fasttime sees it: set CLOCK_REALTIME (a step), slew
  * both clocks as NTP would (a rate), make each read slow (a kernel clock that is a system call:
  * wide sandwiches), or put the refresh thread's clock ahead of everyone else's (lines that run a
@@ -17,6 +19,7 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <sched.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
@@ -53,6 +56,9 @@ TAP_EXPORT uint64_t life_tap_calls(void)
 }
 
 static bool tap_gate_closed;
+/* The gate holds only a thread pinned to one CPU (one visiting a CPU in a
+ * round). */
+static bool tap_gate_visits_only;
 static unsigned tap_held;
 
 /* Closes or opens the gate for the refresh thread. */
@@ -60,6 +66,24 @@ TAP_EXPORT void life_tap_hold_refresh(bool hold);
 TAP_EXPORT void life_tap_hold_refresh(bool hold)
 {
 	__atomic_store_n(&tap_gate_closed, hold, __ATOMIC_RELEASE);
+}
+
+/* Closes or opens the gate for the refresh thread while it visits a CPU:
+ * it is held at its first call made while pinned to one CPU, and stays
+ * held wherever a reader moves it until the gate opens. */
+TAP_EXPORT void life_tap_hold_refresh_visiting(bool hold);
+TAP_EXPORT void life_tap_hold_refresh_visiting(bool hold)
+{
+	__atomic_store_n(&tap_gate_visits_only, hold, __ATOMIC_RELEASE);
+	__atomic_store_n(&tap_gate_closed, hold, __ATOMIC_RELEASE);
+}
+
+/* Whether the calling thread may run on one CPU only. */
+static bool tap_pinned(void)
+{
+	cpu_set_t set;
+
+	return sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) == 1;
 }
 
 /* How many threads the gate holds now. */
@@ -78,7 +102,8 @@ static void tap_gate(void)
 	if (!__atomic_load_n(&tap_gate_closed, __ATOMIC_ACQUIRE))
 		return;
 	saved = errno;
-	if (prctl(PR_GET_NAME, name) == 0 && strcmp(name, "fasttime") == 0) {
+	if (prctl(PR_GET_NAME, name) == 0 && strcmp(name, "fasttime") == 0 &&
+	    (!__atomic_load_n(&tap_gate_visits_only, __ATOMIC_ACQUIRE) || tap_pinned())) {
 		struct timespec ms = { 0, 1000000 };
 
 		__atomic_add_fetch(&tap_held, 1, __ATOMIC_ACQ_REL);
