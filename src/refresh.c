@@ -225,7 +225,7 @@ uint64_t refresh_interval_after(unsigned round, uint64_t configured_ns)
 	uint64_t interval = REFRESH_FIRST_INTERVAL_NS;
 
 	for (unsigned i = 0; i < round && interval < configured_ns; i++)
-		interval *= 4;
+		interval *= CALIB_INTERVAL_GROWTH;
 	return interval < configured_ns ? interval : configured_ns;
 }
 

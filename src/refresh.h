@@ -29,8 +29,9 @@
 /* Sandwiches each look of the watch takes; the narrowest is judged. */
 #define REFRESH_WATCH_SANDWICHES 5u
 /* The first intervals are short, so that the fast path starts soon, and grow
- * fourfold until they reach the configured one. */
-#define REFRESH_FIRST_INTERVAL_NS 10000000ull
+ * by CALIB_INTERVAL_GROWTH until they reach the configured one; the first is
+ * the shortest a calibration allows. */
+#define REFRESH_FIRST_INTERVAL_NS CALIB_MIN_INTERVAL_NS
 /* What the refresh thread knows about one CPU, also shown by fasttime --info. */
 struct refresh_cpu {
 	bool allowed; /* online, and the refresh thread could run there last round */

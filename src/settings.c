@@ -167,9 +167,10 @@ void settings_load(struct settings *settings, settings_lookup_fn lookup, setting
 	if (interval != NULL && *interval != '\0' &&
 	    !settings_parse_range(interval, SETTINGS_MIN_INTERVAL_MS, SETTINGS_MAX_INTERVAL_MS,
 				  &settings->interval_ms)) {
-		char expected[64];
+		char expected[64], fallback[16];
 		snprintf(expected, sizeof expected, "milliseconds from %u to %u",
 			 SETTINGS_MIN_INTERVAL_MS, SETTINGS_MAX_INTERVAL_MS);
-		settings_warn_value(warn, "FASTTIME_INTERVAL_MS", interval, expected, "5000");
+		snprintf(fallback, sizeof fallback, "%u", SETTINGS_DEFAULT_INTERVAL_MS);
+		settings_warn_value(warn, "FASTTIME_INTERVAL_MS", interval, expected, fallback);
 	}
 }
