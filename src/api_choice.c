@@ -200,7 +200,7 @@ static uint64_t api_now_ns(void)
 	struct timespec ts;
 
 	libc_clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * CLOCK_NS_PER_SEC + (uint64_t)ts.tv_nsec;
+	return timespec_to_ns(&ts);
 }
 
 static double api_time_loop(api_loop_fn loop, uint32_t flags)

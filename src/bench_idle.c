@@ -151,10 +151,7 @@ static void bench_idle_mappings(struct bench_idle_mappings *m, uint64_t sp)
 /* Sleeps until libc's MONOTONIC reaches deadline_ns. */
 static void bench_idle_sleep_until(uint64_t deadline_ns)
 {
-	struct timespec until = {
-		.tv_sec = (time_t)(deadline_ns / CLOCK_NS_PER_SEC),
-		.tv_nsec = (long)(deadline_ns % CLOCK_NS_PER_SEC),
-	};
+	struct timespec until = timespec_from_ns(deadline_ns);
 
 	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &until, NULL) == EINTR)
 		;

@@ -26,7 +26,7 @@ static inline uint64_t bench_libc_ns(clockid_t id)
 	struct timespec ts;
 
 	bench_libc.clock_gettime(id, &ts);
-	return (uint64_t)ts.tv_sec * CLOCK_NS_PER_SEC + (uint64_t)ts.tv_nsec;
+	return timespec_to_ns(&ts);
 }
 
 #endif

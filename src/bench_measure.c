@@ -175,7 +175,7 @@ static uint64_t bench_measure_read_ns(enum bench_source source, bool realtime)
 	time_t t;
 
 	bench_measure_answer(source, realtime ? BENCH_REALTIME : BENCH_MONOTONIC, &ts, &tv, &t);
-	return (uint64_t)ts.tv_sec * CLOCK_NS_PER_SEC + (uint64_t)ts.tv_nsec;
+	return timespec_to_ns(&ts);
 }
 
 /* Orders doubles for qsort. */

@@ -17,8 +17,9 @@
 #include "calib.h"
 #include "cpu.h"
 #include "table.h"
+#include "timespec_ns.h"
 
-#define CLOCK_NS_PER_SEC 1000000000u
+#define CLOCK_NS_PER_SEC TIMESPEC_NS_PER_SEC
 
 /* api_flags bits: which entry points answer from the TSC, and how. */
 enum clock_api {

@@ -164,7 +164,7 @@ static uint64_t refresh_mono_ns(void)
 	struct timespec ts;
 
 	libc_clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * CLOCK_NS_PER_SEC + (uint64_t)ts.tv_nsec;
+	return timespec_to_ns(&ts);
 }
 
 static uint64_t refresh_real_ns(void)
@@ -172,7 +172,7 @@ static uint64_t refresh_real_ns(void)
 	struct timespec ts;
 
 	libc_clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * CLOCK_NS_PER_SEC + (uint64_t)ts.tv_nsec;
+	return timespec_to_ns(&ts);
 }
 
 /* Marks this process as the one the running thread belongs to: makes the
@@ -1343,8 +1343,7 @@ static void refresh_sleep_until(uint64_t deadline_ns)
 		if (now >= deadline_ns || refresh_stop_asked())
 			return;
 		left = deadline_ns - now;
-		span.tv_sec = (time_t)(left / CLOCK_NS_PER_SEC);
-		span.tv_nsec = (long)(left % CLOCK_NS_PER_SEC);
+		span = timespec_from_ns(left);
 		/* Woken, interrupted or refused (the word is set): look again. */
 		if (raw_syscall(SYS_futex, (long)&refresh_stop_word, FUTEX_WAIT_PRIVATE, 0,
 				(long)&span, 0, 0) != 0 &&

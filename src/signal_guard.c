@@ -46,6 +46,7 @@
 #include <time.h>
 
 #include "libc.h"
+#include "timespec_ns.h"
 
 __thread struct signal_guard_thread signal_guard_thread;
 
@@ -544,7 +545,7 @@ static uint64_t signal_guard_now_ns(void)
 	struct timespec ts = { 0, 0 };
 
 	libc_clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	return timespec_to_ns(&ts);
 }
 
 /* Whether a handler entered through a trampoline may still run on this

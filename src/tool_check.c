@@ -37,6 +37,7 @@
 #include <time.h>
 
 #include "cpu.h"
+#include "timespec_ns.h"
 
 /* Round trips per CPU, unless the time runs out first. */
 #define TOOL_CHECK_TRIPS 20000u
@@ -83,7 +84,7 @@ static uint64_t tool_check_now_ns(void)
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	return timespec_to_ns(&ts);
 }
 
 /* How the counter and the CPU id are read: rdtscp where the CPU advertises
