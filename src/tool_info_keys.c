@@ -44,6 +44,7 @@ static void tool_info_keys_text(const char *key, const char *value)
 	putchar('\n');
 }
 
+/* A yes-or-no fact. */
 static void tool_info_keys_yes(const char *key, bool value)
 {
 	tool_info_keys_put(key, "%s", value ? "yes" : "no");
@@ -57,6 +58,7 @@ static const char *tool_info_keys_name(char *out, size_t size, const char *prefi
 	return out;
 }
 
+/* Where the library was found, as a word (tool_run.h names the places). */
 static const char *tool_info_keys_source(const char *source)
 {
 	if (source == NULL)
@@ -68,6 +70,7 @@ static const char *tool_info_keys_source(const char *source)
 	return "installed";
 }
 
+/* The kind of clocksource, as a word. */
 static const char *tool_info_keys_clocksource_kind(enum cpu_clocksource_kind kind)
 {
 	switch (kind) {
@@ -79,6 +82,7 @@ static const char *tool_info_keys_clocksource_kind(enum cpu_clocksource_kind kin
 	return "unknown";
 }
 
+/* The counter instruction, as a word. */
 static const char *tool_info_keys_counter(enum cpu_counter_read counter)
 {
 	switch (counter) {
@@ -89,6 +93,7 @@ static const char *tool_info_keys_counter(enum cpu_counter_read counter)
 	return "";
 }
 
+/* The source of the CPU id, as a word. */
 static const char *tool_info_keys_cpu_id(enum cpu_id_source source)
 {
 	switch (source) {
