@@ -29,6 +29,7 @@ enum fasttime_action {
 struct fasttime_options {
 	enum fasttime_action action;
 	struct tool_run_options run;
+	enum tool_info_format info_format;
 	int first_argument; /* argv index of COMMAND */
 };
 
@@ -36,7 +37,7 @@ struct fasttime_options {
 static void fasttime_usage(void)
 {
 	printf("Usage: fasttime [OPTION]... [--] COMMAND [ARGUMENT]...\n"
-	       "  or:  fasttime [--relaxed | --ordered] [--interval MS] --info\n"
+	       "  or:  fasttime [--relaxed | --ordered] [--interval MS] --info [--format FORMAT]\n"
 	       "  or:  fasttime --check\n"
 	       "Run COMMAND with libfasttime.so preloaded: clock_gettime, gettimeofday, time and\n"
 	       "timespec_get answer from the CPU's time-stamp counter where that is faster than\n"
@@ -51,6 +52,8 @@ static void fasttime_usage(void)
 	       "  --native         run COMMAND without the library, for comparison\n"
 	       "  --info           show the CPU, the calibration of each CPU and which calls\n"
 	       "                   would be fast here, and what each costs\n"
+	       "  --format FORMAT  how --info writes: text (the default), or keys: one\n"
+	       "                   key=value line per fact, for programs (see fasttime(1))\n"
 	       "  --check          test whether the CPUs' counters agree; exit 0 if they do,\n"
 	       "                   1 if not\n"
 	       "  -h, --help       show this help and exit\n"
@@ -92,6 +95,7 @@ static const struct option fasttime_longs[] = {
 	{ "debug", no_argument, NULL, 'd' },
 	{ "native", no_argument, NULL, 'n' },
 	{ "info", no_argument, NULL, 'I' },
+	{ "format", required_argument, NULL, 'f' },
 	{ "check", no_argument, NULL, 'C' },
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, 'V' },
@@ -120,7 +124,7 @@ static int fasttime_bad_option(const char *argument)
 /* Parses argv into options; returns 0, or the status to exit with. */
 static int fasttime_parse(int argc, char **argv, struct fasttime_options *options)
 {
-	bool help = false, version = false, info = false, check = false;
+	bool help = false, version = false, info = false, check = false, format = false;
 	int opt;
 
 	memset(options, 0, sizeof *options);
@@ -143,6 +147,12 @@ static int fasttime_parse(int argc, char **argv, struct fasttime_options *option
 						  &options->run.interval_ms))
 				return fasttime_bad_interval(optarg);
 			break;
+		case 'f':
+			if (!tool_info_parse_format(optarg, &options->info_format))
+				return fasttime_bad_usage("--format wants text or keys, not '%s'",
+							  optarg);
+			format = true;
+			break;
 		case ':': return fasttime_bad_usage("option '%s' needs a value", argv[optind - 1]);
 		default: return fasttime_bad_option(argv[optind - 1]);
 		}
@@ -153,6 +163,8 @@ static int fasttime_parse(int argc, char **argv, struct fasttime_options *option
 		options->action = help ? FASTTIME_HELP : FASTTIME_VERSION;
 		return 0;
 	}
+	if (format && !info)
+		return fasttime_bad_usage("--format applies only to --info");
 	if (!info && !check) {
 		if (optind >= argc)
 			return fasttime_bad_usage("no command given");
@@ -221,7 +233,7 @@ int main(int argc, char **argv)
 		fasttime_info_settings(&options, &settings);
 		debug_enabled = settings.debug;
 		cpu_hidden_hwcaps = settings.hidden_hwcaps;
-		return fasttime_finish_output(tool_info_run(&settings));
+		return fasttime_finish_output(tool_info_run(&settings, options.info_format));
 	}
 	if (options.action == FASTTIME_CHECK) {
 		/* The check reads the counter as the library would: with the

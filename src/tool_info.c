@@ -1,6 +1,7 @@
-/* The report behind fasttime --info: the facts the library decides on,
- * gathered by running its engine in this process exactly as the library
- * would (same settings, same calibration, same per-API measurement). */
+/* The report behind fasttime --info, as text for a person to read: the
+ * facts the library decides on (gathered by tool_info_report.c), in
+ * aligned lines and tables; --format=keys prints them as tool_info_keys.c
+ * words them instead. */
 #include "config.h"
 
 #include "tool_info.h"
@@ -10,34 +11,16 @@
 #include <string.h>
 
 #include "api_choice.h"
-#include "calib.h"
-#include "clock.h"
 #include "cpu.h"
 #include "evidence.h"
-#include "libc.h"
 #include "refresh.h"
-#include "table.h"
-#include "tool_check.h"
-#include "tool_run.h"
-
-/* 2^64: a line's mult is ns per tick as a 0.64 fixed-point fraction. */
-#define TOOL_INFO_TWO_64 18446744073709551616.0
-/* Measurements of the costs table; each takes a few milliseconds. */
-#define TOOL_INFO_COST_ROUNDS 3u
+#include "tool_info_keys.h"
+#include "tool_info_report.h"
 
 /* A fact, as the report words it. */
 static const char *tool_info_yes(bool value)
 {
 	return value ? "yes" : "no";
-}
-
-/* libc's CLOCK_MONOTONIC in ns: the clock the calibration times are on. */
-static uint64_t tool_info_mono_ns(void)
-{
-	struct timespec ts;
-
-	libc_clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * CLOCK_NS_PER_SEC + (uint64_t)ts.tv_nsec;
 }
 
 /* The names FASTTIME_HWCAPS hid, as a comma-separated list. */
@@ -54,17 +37,17 @@ static void tool_info_hidden_names(uint32_t hidden, char *out, size_t size)
 
 /* The library fasttime would preload, and the processor and kernel facts,
  * as the library sees them (FASTTIME_HWCAPS applied). */
-static void tool_info_print_facts(const struct cpu_facts *facts)
+static void tool_info_print_facts(const struct tool_info_report *report)
 {
-	struct tool_run_library library;
+	const struct tool_run_library *library = &report->library;
+	const struct cpu_facts *facts = &report->facts;
 	char hidden[128];
 
-	tool_run_find_library(&library);
 	printf("fasttime %s\n\n", PACKAGE_VERSION);
-	if (library.problem[0] == '\0')
-		printf("library       %s (%s)\n", library.path, library.source);
+	if (library->problem[0] == '\0')
+		printf("library       %s (%s)\n", library->path, library->source);
 	else
-		printf("library       not usable: %s\n", library.problem);
+		printf("library       not usable: %s\n", library->problem);
 	printf("cpu           %s (%s)\n", facts->brand[0] != '\0' ? facts->brand : "unknown",
 	       facts->vendor[0] != '\0' ? facts->vendor : "unknown vendor");
 	printf("flags         invariant TSC %s, rdtscp %s, lfence serializing %s, AVX %s, "
@@ -107,21 +90,12 @@ static void tool_info_print_settings(const struct settings *settings, const stru
 /* One line per CPU the library would calibrate (every online CPU this
  * process may run on, whatever the caller's own affinity): its line, its
  * rate, how fresh and how good its calibration is. */
-static void tool_info_print_cpus(const uint32_t *cpus, unsigned n, bool calibrated)
+static void tool_info_print_cpus(const struct tool_info_report *report)
 {
-	uint64_t now_ns = tool_info_mono_ns(), tsc = cpu_rdtsc();
-	const struct refresh_cpu *reference = NULL;
-	uint32_t reference_cpu = n > 0 ? cpus[0] : 0;
+	uint64_t now_ns = tool_info_report_mono_ns(), tsc = cpu_rdtsc();
+	uint32_t reference_cpu = tool_info_report_reference_cpu(report);
 	char versus_header[24];
 
-	/* Lines are compared at one counter value: how far apart two CPUs'
-	 * readings would be for the same tick. */
-	for (unsigned i = 0; calibrated && i < n && reference == NULL; i++) {
-		if (refresh_cpus[cpus[i]].calib.line.mult != 0) {
-			reference = &refresh_cpus[cpus[i]];
-			reference_cpu = cpus[i];
-		}
-	}
 	snprintf(versus_header, sizeof versus_header, "vs cpu%" PRIu32, reference_cpu);
 	printf("\nper-CPU calibration, done just now in this process (offset: ns at counter 0;\n"
 	       "vs cpu%" PRIu32
@@ -129,33 +103,28 @@ static void tool_info_print_cpus(const uint32_t *cpus, unsigned n, bool calibrat
 	       reference_cpu);
 	printf("%5s %4s %10s %20s %11s %12s %9s %9s  %s\n", "cpu", "node", "TSC GHz", "offset ns",
 	       versus_header, "refreshed", "error ns", "sandwich", "status");
-	for (unsigned i = 0; i < n; i++) {
-		const struct refresh_cpu *c = &refresh_cpus[cpus[i]];
-		bool visited = calibrated && c->last_sample_mono_ns != 0;
-		bool has_line = calibrated && c->calib.line.mult != 0;
+	for (unsigned i = 0; i < report->cpu_count; i++) {
+		struct tool_info_cpu_row row;
 		char node[16] = "-", ghz[24] = "-", offset[32] = "-", versus[24] = "-";
 		char refreshed[32] = "never", error[24] = "-", sandwich[24] = "-";
-		const char *status = c->dropped ? "dropped" : has_line ? "fast" : "no line";
+		const char *status;
 
-		if (visited) {
-			snprintf(node, sizeof node, "%" PRIu32, c->node);
-			snprintf(refreshed, sizeof refreshed, "%.1f ms ago",
-				 (double)(int64_t)(now_ns - c->last_sample_mono_ns) / 1e6);
-			snprintf(sandwich, sizeof sandwich, "%" PRIu64 " ns",
-				 c->calib.narrowest_width_ns);
+		tool_info_report_cpu_row(report, report->cpus[i], now_ns, tsc, &row);
+		status = row.dropped ? "dropped" : row.has_line ? "fast" : "no line";
+		if (row.visited) {
+			snprintf(node, sizeof node, "%" PRIu32, row.node);
+			snprintf(refreshed, sizeof refreshed, "%.1f ms ago", row.refreshed_ms_ago);
+			snprintf(sandwich, sizeof sandwich, "%" PRIu64 " ns", row.sandwich_ns);
 		}
-		if (visited && c->calib.slope_mult != 0)
-			snprintf(ghz, sizeof ghz, "%.6f",
-				 TOOL_INFO_TWO_64 / (double)c->calib.slope_mult);
-		if (has_line) {
-			snprintf(offset, sizeof offset, "%+" PRId64, (int64_t)c->calib.line.offset);
-			snprintf(versus, sizeof versus, "%+" PRId64,
-				 (int64_t)(calib_line_eval(c->calib.line, tsc) -
-					   calib_line_eval(reference->calib.line, tsc)));
-			snprintf(error, sizeof error, "%+" PRId64, c->calib.last_error_ns);
+		if (row.has_rate)
+			snprintf(ghz, sizeof ghz, "%.6f", row.ghz);
+		if (row.has_line) {
+			snprintf(offset, sizeof offset, "%+" PRId64, row.offset_ns);
+			snprintf(versus, sizeof versus, "%+" PRId64, row.versus_ns);
+			snprintf(error, sizeof error, "%+" PRId64, row.error_ns);
 		}
-		printf("%5" PRIu32 " %4s %10s %20s %11s %12s %9s %9s  %s\n", cpus[i], node, ghz,
-		       offset, versus, refreshed, error, sandwich, status);
+		printf("%5" PRIu32 " %4s %10s %20s %11s %12s %9s %9s  %s\n", report->cpus[i], node,
+		       ghz, offset, versus, refreshed, error, sandwich, status);
 	}
 }
 
@@ -187,132 +156,71 @@ static void tool_info_print_choice(bool relaxed, bool disabled)
 	}
 }
 
-/* Keeps the cheaper of each measured cost in best. */
-static void tool_info_keep_best(struct api_cost best[API_CHOICE_COUNT],
-				const struct api_cost costs[API_CHOICE_COUNT])
+/* Each entry point's cost from libc and from the counter in both modes,
+ * measured just now. */
+static void tool_info_print_costs(const struct tool_info_report *report)
 {
+	printf("\ncost on this machine, ns per call (best of %u measurements, just now)\n",
+	       TOOL_INFO_COST_ROUNDS);
+	if (report->calls_fell_back > 0)
+		printf("(%u calls could not read the counter and went to libc: the figures may "
+		       "be libc's)\n",
+		       report->calls_fell_back);
+	printf("  %-32s %7s %8s %8s\n", "entry point", "libc", "ordered", "relaxed");
 	for (unsigned a = 0; a < API_CHOICE_COUNT; a++) {
-		best[a].name = costs[a].name;
-		if (best[a].libc_ns == 0 || costs[a].libc_ns < best[a].libc_ns)
-			best[a].libc_ns = costs[a].libc_ns;
-		if (best[a].fast_ns == 0 || costs[a].fast_ns < best[a].fast_ns)
-			best[a].fast_ns = costs[a].fast_ns;
+		char ordered_ns[16] = "-";
+
+		if (report->can_order)
+			snprintf(ordered_ns, sizeof ordered_ns, "%.1f", report->ordered[a].fast_ns);
+		printf("  %-32s %7.1f %8s %8.1f\n", report->relaxed[a].name,
+		       tool_info_report_libc_ns(report, a), ordered_ns, report->relaxed[a].fast_ns);
 	}
 }
 
-/* The CLOCK_READ_BITS of a mode here; false where it cannot read. */
-static bool tool_info_mode_flags(const struct cpu_facts *facts, bool relaxed, uint32_t *flags)
+bool tool_info_parse_format(const char *name, enum tool_info_format *format)
 {
-	struct cpu_reading reading;
-
-	if (cpu_choose_reading(facts, relaxed, &reading) != NULL)
+	if (strcmp(name, "text") == 0)
+		*format = TOOL_INFO_TEXT;
+	else if (strcmp(name, "keys") == 0)
+		*format = TOOL_INFO_KEYS;
+	else
 		return false;
-	*flags = clock_flags_for_reading(reading);
 	return true;
 }
 
-/* Each entry point's cost from libc and from the counter in both modes,
- * measured now; the best of a few alternating measurements, as a shared
- * machine's noise only ever adds. */
-static void tool_info_print_costs(const struct cpu_facts *facts)
-{
-	struct api_cost ordered[API_CHOICE_COUNT], relaxed[API_CHOICE_COUNT];
-	struct api_cost costs[API_CHOICE_COUNT];
-	uint32_t ordered_flags = 0, relaxed_flags = 0;
-	bool can_order = tool_info_mode_flags(facts, false, &ordered_flags);
-	unsigned fallbacks = 0, calls_fell_back = 0;
-
-	tool_info_mode_flags(facts, true, &relaxed_flags);
-	memset(ordered, 0, sizeof ordered);
-	memset(relaxed, 0, sizeof relaxed);
-	for (unsigned round = 0; round < TOOL_INFO_COST_ROUNDS; round++) {
-		if (can_order) {
-			memset(costs, 0, sizeof costs);
-			api_choice_measure(ordered_flags, costs, &fallbacks,
-					   refresh_renew_validity);
-			calls_fell_back += fallbacks;
-			tool_info_keep_best(ordered, costs);
-		}
-		memset(costs, 0, sizeof costs);
-		api_choice_measure(relaxed_flags, costs, &fallbacks, refresh_renew_validity);
-		calls_fell_back += fallbacks;
-		tool_info_keep_best(relaxed, costs);
-	}
-	printf("\ncost on this machine, ns per call (best of %u measurements, just now)\n",
-	       TOOL_INFO_COST_ROUNDS);
-	if (calls_fell_back > 0)
-		printf("(%u calls could not read the counter and went to libc: the figures may "
-		       "be libc's)\n",
-		       calls_fell_back);
-	printf("  %-32s %7s %8s %8s\n", "entry point", "libc", "ordered", "relaxed");
-	for (unsigned a = 0; a < API_CHOICE_COUNT; a++) {
-		double libc_ns = relaxed[a].libc_ns;
-		char ordered_ns[16] = "-";
-
-		if (can_order) {
-			if (ordered[a].libc_ns < libc_ns)
-				libc_ns = ordered[a].libc_ns;
-			snprintf(ordered_ns, sizeof ordered_ns, "%.1f", ordered[a].fast_ns);
-		}
-		printf("  %-32s %7.1f %8s %8.1f\n", relaxed[a].name, libc_ns, ordered_ns,
-		       relaxed[a].fast_ns);
-	}
-}
-
-/* The CPUs the engine visited (online, and its thread could run there);
- * where it did not run, the online ones. */
-static unsigned tool_info_cpus(uint32_t *cpus, bool visited)
-{
-	static unsigned long online[CPU_MAX_CPUS / (8 * sizeof(unsigned long))];
-	unsigned n = 0;
-	bool have_online = cpu_online_mask(online, sizeof online / sizeof online[0]);
-
-	for (uint32_t cpu = 0; cpu < CPU_MAX_CPUS; cpu++) {
-		bool shown =
-		    visited ? refresh_cpus[cpu].allowed : have_online && cpu_mask_has(online, cpu);
-		if (shown)
-			cpus[n++] = cpu;
-	}
-	if (n == 0)
-		n = tool_check_allowed_cpus(cpus, CPU_MAX_CPUS);
-	return n;
-}
-
-int tool_info_run(const struct settings *settings)
+int tool_info_run(const struct settings *settings, enum tool_info_format format)
 {
 	static uint32_t cpus[CPU_MAX_CPUS];
-	struct settings engine = *settings;
-	struct cpu_facts facts;
-	const char *reason;
-	bool calibrated;
-	unsigned n;
+	struct tool_info_report report;
+	bool text = format == TOOL_INFO_TEXT;
 
-	cpu_probe_instructions(&facts);
-	cpu_probe_kernel(&facts);
-	tool_info_print_facts(&facts);
-	tool_info_print_settings(settings, &facts);
-	fflush(stdout);
-	/* Calibrate even when FASTTIME_DISABLE is set: the facts are what was
-	 * asked for. */
-	engine.disabled = false;
-	libc_resolve();
-	refresh_configure(&engine);
-	calibrated = refresh_calibrate_now();
-	reason = refresh_verdict.unusable;
-	if (reason == NULL && !calibrated)
-		reason = "calibration gave no CPU a line";
-	if (reason == NULL && !refresh_verdict.trusted)
-		reason = "the lines did not pass their own checks against the kernel's clock";
-	if (reason == NULL)
-		printf("fast path     can run here\n");
-	else
-		printf("fast path     cannot run here: %s; every call would be answered by libc\n",
-		       reason);
-	n = tool_info_cpus(cpus, refresh_verdict.unusable == NULL);
-	tool_info_print_cpus(cpus, n, calibrated);
-	if (!calibrated)
+	tool_info_report_probe(&report, settings);
+	/* The facts come out before the calibration, which may take a while
+	 * over a slow kernel clock. */
+	if (text) {
+		tool_info_print_facts(&report);
+		tool_info_print_settings(settings, &report.facts);
+		fflush(stdout);
+	}
+	tool_info_report_calibrate(&report, cpus);
+	if (text) {
+		if (report.unusable == NULL)
+			printf("fast path     can run here\n");
+		else
+			printf("fast path     cannot run here: %s; every call would be answered by "
+			       "libc\n",
+			       report.unusable);
+		tool_info_print_cpus(&report);
+	}
+	if (report.calibrated)
+		tool_info_report_measure_costs(&report);
+	if (!text) {
+		tool_info_keys_print(&report);
 		return 0;
-	tool_info_print_choice(settings->relaxed, settings->disabled);
-	tool_info_print_costs(&facts);
+	}
+	if (report.calibrated) {
+		tool_info_print_choice(settings->relaxed, settings->disabled);
+		tool_info_print_costs(&report);
+	}
 	return 0;
 }

@@ -1,0 +1,171 @@
+/* What fasttime --info shows, gathered by running the library's engine in
+ * this process exactly as the library would (same settings, same
+ * calibration, same per-API measurement). */
+#include "config.h"
+
+#include "tool_info_report.h"
+
+#include <string.h>
+#include <time.h>
+
+#include "calib.h"
+#include "clock.h"
+#include "libc.h"
+#include "tool_check.h"
+
+/* 2^64: a line's mult is ns per tick as a 0.64 fixed-point fraction. */
+#define TOOL_INFO_TWO_64 18446744073709551616.0
+
+uint64_t tool_info_report_mono_ns(void)
+{
+	struct timespec ts;
+
+	libc_clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * CLOCK_NS_PER_SEC + (uint64_t)ts.tv_nsec;
+}
+
+void tool_info_report_probe(struct tool_info_report *report, const struct settings *settings)
+{
+	memset(report, 0, sizeof *report);
+	report->settings = settings;
+	cpu_probe_instructions(&report->facts);
+	cpu_probe_kernel(&report->facts);
+	tool_run_find_library(&report->library);
+}
+
+/* The CPUs the engine visited (online, and its thread could run there);
+ * where it did not run, the online ones. */
+static unsigned tool_info_report_cpus(uint32_t *cpus, bool visited)
+{
+	static unsigned long online[CPU_MAX_CPUS / (8 * sizeof(unsigned long))];
+	unsigned n = 0;
+	bool have_online = cpu_online_mask(online, sizeof online / sizeof online[0]);
+
+	for (uint32_t cpu = 0; cpu < CPU_MAX_CPUS; cpu++) {
+		bool shown =
+		    visited ? refresh_cpus[cpu].allowed : have_online && cpu_mask_has(online, cpu);
+		if (shown)
+			cpus[n++] = cpu;
+	}
+	if (n == 0)
+		n = tool_check_allowed_cpus(cpus, CPU_MAX_CPUS);
+	return n;
+}
+
+void tool_info_report_calibrate(struct tool_info_report *report, uint32_t *cpus)
+{
+	struct settings engine = *report->settings;
+	const char *reason;
+
+	engine.disabled = false;
+	libc_resolve();
+	refresh_configure(&engine);
+	report->calibrated = refresh_calibrate_now();
+	reason = refresh_verdict.unusable;
+	if (reason == NULL && !report->calibrated)
+		reason = "calibration gave no CPU a line";
+	if (reason == NULL && !refresh_verdict.trusted)
+		reason = "the lines did not pass their own checks against the kernel's clock";
+	report->unusable = reason;
+	report->cpus = cpus;
+	report->cpu_count = tool_info_report_cpus(cpus, refresh_verdict.unusable == NULL);
+}
+
+/* Keeps the cheaper of each measured cost in best. */
+static void tool_info_report_keep_best(struct api_cost best[API_CHOICE_COUNT],
+				       const struct api_cost costs[API_CHOICE_COUNT])
+{
+	for (unsigned a = 0; a < API_CHOICE_COUNT; a++) {
+		best[a].name = costs[a].name;
+		if (best[a].libc_ns == 0 || costs[a].libc_ns < best[a].libc_ns)
+			best[a].libc_ns = costs[a].libc_ns;
+		if (best[a].fast_ns == 0 || costs[a].fast_ns < best[a].fast_ns)
+			best[a].fast_ns = costs[a].fast_ns;
+	}
+}
+
+/* The CLOCK_READ_BITS of a mode here; false where it cannot read. */
+static bool tool_info_report_mode_flags(const struct cpu_facts *facts, bool relaxed,
+					uint32_t *flags)
+{
+	struct cpu_reading reading;
+
+	if (cpu_choose_reading(facts, relaxed, &reading) != NULL)
+		return false;
+	*flags = clock_flags_for_reading(reading);
+	return true;
+}
+
+/* The best of a few alternating measurements, as a shared machine's noise
+ * only ever adds. */
+void tool_info_report_measure_costs(struct tool_info_report *report)
+{
+	struct api_cost costs[API_CHOICE_COUNT];
+	uint32_t ordered_flags = 0, relaxed_flags = 0;
+	unsigned fallbacks = 0;
+
+	report->can_order = tool_info_report_mode_flags(&report->facts, false, &ordered_flags);
+	tool_info_report_mode_flags(&report->facts, true, &relaxed_flags);
+	memset(report->ordered, 0, sizeof report->ordered);
+	memset(report->relaxed, 0, sizeof report->relaxed);
+	report->calls_fell_back = 0;
+	for (unsigned round = 0; round < TOOL_INFO_COST_ROUNDS; round++) {
+		if (report->can_order) {
+			memset(costs, 0, sizeof costs);
+			api_choice_measure(ordered_flags, costs, &fallbacks,
+					   refresh_renew_validity);
+			report->calls_fell_back += fallbacks;
+			tool_info_report_keep_best(report->ordered, costs);
+		}
+		memset(costs, 0, sizeof costs);
+		api_choice_measure(relaxed_flags, costs, &fallbacks, refresh_renew_validity);
+		report->calls_fell_back += fallbacks;
+		tool_info_report_keep_best(report->relaxed, costs);
+	}
+	report->costs_measured = true;
+}
+
+double tool_info_report_libc_ns(const struct tool_info_report *report, unsigned a)
+{
+	double libc_ns = report->relaxed[a].libc_ns;
+
+	if (report->can_order && report->ordered[a].libc_ns < libc_ns)
+		libc_ns = report->ordered[a].libc_ns;
+	return libc_ns;
+}
+
+uint32_t tool_info_report_reference_cpu(const struct tool_info_report *report)
+{
+	for (unsigned i = 0; report->calibrated && i < report->cpu_count; i++)
+		if (refresh_cpus[report->cpus[i]].calib.line.mult != 0)
+			return report->cpus[i];
+	return report->cpu_count > 0 ? report->cpus[0] : 0;
+}
+
+void tool_info_report_cpu_row(const struct tool_info_report *report, uint32_t cpu, uint64_t now_ns,
+			      uint64_t tsc, struct tool_info_cpu_row *row)
+{
+	const struct refresh_cpu *c = &refresh_cpus[cpu];
+	const struct refresh_cpu *reference = &refresh_cpus[tool_info_report_reference_cpu(report)];
+
+	memset(row, 0, sizeof *row);
+	row->visited = report->calibrated && c->last_sample_mono_ns != 0;
+	row->has_line = report->calibrated && c->calib.line.mult != 0;
+	row->has_rate = row->visited && c->calib.slope_mult != 0;
+	row->dropped = c->dropped;
+	if (row->visited) {
+		row->node = c->node;
+		row->refreshed_ms_ago = (double)(int64_t)(now_ns - c->last_sample_mono_ns) / 1e6;
+		row->sandwich_ns = c->calib.narrowest_width_ns;
+	}
+	if (row->has_rate)
+		row->ghz = TOOL_INFO_TWO_64 / (double)c->calib.slope_mult;
+	if (row->has_line) {
+		/* Lines are compared at one counter value: how far apart two
+		 * CPUs' readings would be for the same tick. */
+		row->offset_ns = (int64_t)c->calib.line.offset;
+		row->versus_ns = (int64_t)(calib_line_eval(c->calib.line, tsc) -
+					   calib_line_eval(reference->calib.line, tsc));
+		row->error_ns = c->calib.last_error_ns;
+	}
+}
