@@ -21,7 +21,7 @@ uint64_t tool_info_report_mono_ns(void)
 	struct timespec ts;
 
 	libc_clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * CLOCK_NS_PER_SEC + (uint64_t)ts.tv_nsec;
+	return timespec_to_ns(&ts);
 }
 
 void tool_info_report_probe(struct tool_info_report *report, const struct settings *settings)
