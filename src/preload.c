@@ -326,8 +326,8 @@ static long preload_ask_libc(enum preload_entry entry, void *out, union preload_
 	__builtin_unreachable();
 }
 
-/* libc's answer rc, held where it is earlier than what this thread was
- * given from the TSC; only an answer libc gave. */
+/* libc's answer rc, raised where it is a little earlier than what this
+ * thread was given from the TSC; a failure passes as libc gave it. */
 static long preload_clamp(enum preload_entry entry, void *out, long rc)
 {
 	switch (entry) {
