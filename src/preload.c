@@ -79,24 +79,20 @@ __attribute__((constructor)) static void preload_init(void)
 	refresh_configure(&settings);
 }
 
-/* libc's monotonic answer, never earlier than what this thread was given
- * from the TSC: used when a fast reading is not possible (a stale line, a
- * CPU without one) after this thread has had fast ones. */
-static int preload_libc_monotonic_clamped(struct timespec *ts)
+/* libc's monotonic answer, raised to what this thread was last given: it
+ * may have had fast readings, and a line may run a few nanoseconds ahead of
+ * the kernel's clock. */
+static void preload_clamp_monotonic(struct timespec *ts)
 {
-	int rc = libc_clock_gettime(CLOCK_MONOTONIC, ts);
-	uint64_t ns, last = clock_thread.last_mono_ns;
+	uint64_t ns = (uint64_t)ts->tv_sec * CLOCK_NS_PER_SEC + (uint64_t)ts->tv_nsec;
+	uint64_t last = clock_thread.last_mono_ns;
 
-	if (rc != 0)
-		return rc;
-	ns = (uint64_t)ts->tv_sec * CLOCK_NS_PER_SEC + (uint64_t)ts->tv_nsec;
 	if (ns < last) {
 		ts->tv_sec = (time_t)(last / CLOCK_NS_PER_SEC);
 		ts->tv_nsec = (long)(last % CLOCK_NS_PER_SEC);
 	} else {
 		clock_thread.last_mono_ns = ns;
 	}
-	return rc;
 }
 
 /* The earliest CLOCK_REALTIME answer this thread may be given now: its
@@ -160,16 +156,6 @@ static time_t preload_clamp_seconds(time_t sec)
 	if (floor >= next_second && floor - next_second < PRELOAD_COARSE_LAG_MAX_NS)
 		return (time_t)(floor / CLOCK_NS_PER_SEC);
 	return sec;
-}
-
-/* libc's time(), clamped, stored through t as libc would. */
-static time_t preload_libc_time_clamped(time_t *t)
-{
-	time_t now = preload_clamp_seconds(libc_time_now(NULL));
-
-	if (t != NULL)
-		*t = now;
-	return now;
 }
 
 /* What every slow path does first. It starts the refresh thread if one is
@@ -253,10 +239,12 @@ static void preload_tsc_did_not_answer(void)
 }
 
 /* Each entry point tries the fast read inline (clock.h) and, when it gives
- * up, tail-calls its slow path below: the careful read, and libc when that
- * cannot answer either. The entry points call nothing on the fast path, so
- * they save only the registers the read itself needs; a pass-through is a
- * test and a tail jump to libc's function. */
+ * up, tail-calls the slow path below: the careful read, and libc when that
+ * cannot answer either. A call the TSC does not answer goes straight to
+ * libc, or through preload_libc when a thread start or the clamp is due.
+ * The entry points call nothing on the fast path, so they save only the
+ * registers the read itself needs; a pass-through is a test and a tail
+ * jump to libc's function. */
 
 /* The slow paths load the flags again rather than take them: one argument
  * fewer kept alive across the fast read, which then fits in the registers
@@ -266,47 +254,189 @@ static inline uint32_t preload_api_flags(void)
 	return __atomic_load_n(&table_shared.api_flags, __ATOMIC_RELAXED);
 }
 
-static __attribute__((noinline)) int preload_slow_clock_gettime(clockid_t id, struct timespec *ts)
-{
-	uint32_t flags = preload_api_flags();
-	bool stale;
-	int rc;
+/* Which entry point a slow path answers for, and so in which form: the
+ * place the caller gave (a timespec, a timeval, or time()'s time_t, which
+ * may be NULL) and the return value (0, TIME_UTC, or time()'s seconds).
+ * clock_gettime's two are numbered as their clock ids, so that it passes
+ * its id. */
+enum preload_entry {
+	PRELOAD_REALTIME = CLOCK_REALTIME,
+	PRELOAD_MONOTONIC = CLOCK_MONOTONIC,
+	PRELOAD_GETTIMEOFDAY,
+	PRELOAD_TIME,
+	PRELOAD_TIMESPEC_GET,
+};
 
-	preload_slow_path_start();
-	if (id == CLOCK_MONOTONIC) {
-		if (clock_careful_monotonic(flags, ts))
-			return 0;
-		preload_tsc_did_not_answer();
-		return preload_libc_monotonic_clamped(ts);
+_Static_assert(CLOCK_REALTIME == 0 && CLOCK_MONOTONIC == 1, "clock_gettime passes its id");
+/* One return type for all four: time()'s seconds, the others' int. */
+_Static_assert(sizeof(time_t) <= sizeof(long), "time()'s seconds fit a slow path's answer");
+
+/* The api_flags bit that says an entry point answers from the TSC. */
+/* clang-format off */
+static const uint32_t preload_entry_api[] = {
+	[PRELOAD_REALTIME] = CLOCK_API_REALTIME,
+	[PRELOAD_MONOTONIC] = CLOCK_API_MONOTONIC,
+	[PRELOAD_GETTIMEOFDAY] = CLOCK_API_GETTIMEOFDAY,
+	[PRELOAD_TIME] = CLOCK_API_TIME,
+	[PRELOAD_TIMESPEC_GET] = CLOCK_API_TIMESPEC_GET,
+};
+/* clang-format on */
+
+/* What the caller gave libc beside the place of the answer. */
+union preload_libc_arg {
+	void *tz; /* gettimeofday's timezone */
+	int base; /* timespec_get's */
+};
+
+#define PRELOAD_NO_ARG ((union preload_libc_arg){ .tz = NULL })
+
+/* The careful read in the entry point's form; *rc is what the entry point
+ * returns when it answers. */
+static bool preload_careful(enum preload_entry entry, uint32_t flags, void *out, long *rc)
+{
+	time_t seconds;
+
+	*rc = 0;
+	switch (entry) {
+	case PRELOAD_MONOTONIC: return clock_careful_monotonic(flags, out);
+	case PRELOAD_REALTIME: return clock_careful_realtime(flags, out);
+	case PRELOAD_GETTIMEOFDAY: return clock_careful_timeval(flags, out);
+	case PRELOAD_TIME:
+		if (!clock_careful_seconds(flags, &seconds))
+			return false;
+		*rc = seconds;
+		return true;
+	case PRELOAD_TIMESPEC_GET: *rc = TIME_UTC; return clock_careful_realtime(flags, out);
 	}
-	if (clock_careful_realtime(flags, ts))
-		return 0;
-	preload_tsc_did_not_answer();
-	stale = preload_lines_stale();
-	rc = libc_clock_gettime(CLOCK_REALTIME, ts);
-	preload_follow_realtime_step(stale);
-	if (rc == 0)
-		preload_clamp_realtime(ts);
+	__builtin_unreachable();
+}
+
+/* libc's answer: its return value, and the rest through out. time()'s
+ * seconds are its return value alone: they reach the caller's pointer only
+ * once clamped (preload_give). */
+static long preload_ask_libc(enum preload_entry entry, void *out, union preload_libc_arg arg)
+{
+	switch (entry) {
+	case PRELOAD_REALTIME:
+	case PRELOAD_MONOTONIC: return libc_clock_gettime((clockid_t)entry, out);
+	case PRELOAD_GETTIMEOFDAY: return libc_gettimeofday(out, arg.tz);
+	case PRELOAD_TIME: return libc_time_now(NULL);
+	case PRELOAD_TIMESPEC_GET: return libc_timespec_get(out, arg.base);
+	}
+	__builtin_unreachable();
+}
+
+/* libc's answer rc, raised where it is a little earlier than what this
+ * thread was given from the TSC; a failure passes as libc gave it. */
+static long preload_clamp(enum preload_entry entry, void *out, long rc)
+{
+	switch (entry) {
+	case PRELOAD_MONOTONIC:
+		if (rc == 0)
+			preload_clamp_monotonic(out);
+		return rc;
+	case PRELOAD_REALTIME:
+		if (rc == 0)
+			preload_clamp_realtime(out);
+		return rc;
+	case PRELOAD_GETTIMEOFDAY:
+		if (rc == 0)
+			preload_clamp_timeval(out);
+		return rc;
+	case PRELOAD_TIME: return preload_clamp_seconds((time_t)rc);
+	case PRELOAD_TIMESPEC_GET:
+		if (rc == TIME_UTC)
+			preload_clamp_realtime(out);
+		return rc;
+	}
+	__builtin_unreachable();
+}
+
+/* The entry point's return value; time() stores its seconds through its
+ * pointer as libc would. */
+static long preload_give(enum preload_entry entry, void *out, long rc)
+{
+	if (entry == PRELOAD_TIME && out != NULL)
+		*(time_t *)out = (time_t)rc;
 	return rc;
 }
 
-/* A clock the TSC could answer but does not (yet, or any more): libc, once
- * the refresh thread is on its way, and clamped where this thread may have
- * had answers from the TSC. */
-static __attribute__((noinline)) int preload_libc_clock_gettime(clockid_t id, struct timespec *ts)
+/* Beside the answer, the fast read's callers gave no timezone and
+ * TIME_UTC. */
+static inline union preload_libc_arg preload_fast_read_arg(enum preload_entry entry)
+{
+	if (entry == PRELOAD_TIMESPEC_GET)
+		return (union preload_libc_arg){ .base = TIME_UTC };
+	return PRELOAD_NO_ARG;
+}
+
+/* The slow path, for every entry point whose fast read gave up: the
+ * careful read, and libc when that cannot answer either, with a realtime
+ * step followed and the clamp applied. */
+static inline __attribute__((always_inline)) long preload_slow_path(enum preload_entry entry,
+								    void *out)
 {
 	uint32_t flags = preload_api_flags();
-	int rc;
+	bool stale;
+	long rc;
 
-	refresh_ensure_started();
-	if (!(flags & (CLOCK_LIBC_CLAMPED | (1u << id))) || preload_is_null(ts))
-		return libc_clock_gettime(id, ts);
-	if (id == CLOCK_MONOTONIC)
-		return preload_libc_monotonic_clamped(ts);
-	rc = libc_clock_gettime(id, ts);
-	if (rc == 0)
-		preload_clamp_realtime(ts);
-	return rc;
+	preload_slow_path_start();
+	if (preload_careful(entry, flags, out, &rc))
+		return preload_give(entry, out, rc);
+	preload_tsc_did_not_answer();
+	/* The monotonic clock has no step to follow. */
+	if (entry == PRELOAD_MONOTONIC)
+		return preload_clamp(entry, out, preload_ask_libc(entry, out, PRELOAD_NO_ARG));
+	stale = preload_lines_stale();
+	rc = preload_ask_libc(entry, out, preload_fast_read_arg(entry));
+	preload_follow_realtime_step(stale);
+	return preload_give(entry, out, preload_clamp(entry, out, rc));
+}
+
+/* A call left to libc (the TSC does not answer this entry point, yet or any
+ * more, or not this call: a NULL pointer, a timezone, another base) while
+ * a thread start or the clamp is due: libc, once the refresh thread is on
+ * its way, and clamped where this thread may have had answers from the
+ * TSC. */
+static inline __attribute__((always_inline)) long
+preload_libc_path(enum preload_entry entry, void *out, union preload_libc_arg arg)
+{
+	/* time() comes here only for the clamp, and starts no thread. */
+	if (entry != PRELOAD_TIME) {
+		uint32_t flags = preload_api_flags();
+
+		refresh_ensure_started();
+		if (!(flags & (CLOCK_LIBC_CLAMPED | preload_entry_api[entry])) ||
+		    preload_is_null(out) || (entry == PRELOAD_TIMESPEC_GET && arg.base != TIME_UTC))
+			return preload_ask_libc(entry, out, arg);
+	}
+	return preload_give(entry, out,
+			    preload_clamp(entry, out, preload_ask_libc(entry, out, arg)));
+}
+
+/* The two paths out of line, each in two flavours only for the return
+ * type, so that the entry points reach them by a tail jump: time()'s
+ * seconds, the others' int. time()'s way to libc stays inline, as it was:
+ * out of line, it measured a little slower on time()'s fast read. */
+static __attribute__((noinline)) int preload_slow(enum preload_entry entry, void *out)
+{
+	return (int)preload_slow_path(entry, out);
+}
+
+static __attribute__((noinline)) time_t preload_slow_time(time_t *t)
+{
+	return (time_t)preload_slow_path(PRELOAD_TIME, t);
+}
+
+static __attribute__((noinline)) int preload_libc(enum preload_entry entry, void *out,
+						  union preload_libc_arg arg)
+{
+	return (int)preload_libc_path(entry, out, arg);
+}
+
+static time_t preload_libc_time(time_t *t)
+{
+	return (time_t)preload_libc_path(PRELOAD_TIME, t, PRELOAD_NO_ARG);
 }
 
 PRELOAD_EXPORT int clock_gettime(clockid_t id, struct timespec *ts)
@@ -321,53 +451,20 @@ PRELOAD_EXPORT int clock_gettime(clockid_t id, struct timespec *ts)
 	if (!((flags >> id) & 1)) {
 		if (__builtin_expect(!(flags & (CLOCK_START_PENDING | CLOCK_LIBC_CLAMPED)), 1))
 			return libc_clock_gettime(id, ts);
-		return preload_libc_clock_gettime(id, ts);
+		return preload_libc((enum preload_entry)id, ts, PRELOAD_NO_ARG);
 	}
 	if (preload_is_null(ts))
-		return preload_libc_clock_gettime(id, ts);
+		return preload_libc((enum preload_entry)id, ts, PRELOAD_NO_ARG);
 	/* Each branch passes its clock id as a constant, so that the id need
 	 * not stay in a register across the counter read. */
 	if (id == CLOCK_MONOTONIC) {
 		if (clock_fast_monotonic(flags, ts))
 			return 0;
-		return preload_slow_clock_gettime(CLOCK_MONOTONIC, ts);
+		return preload_slow(PRELOAD_MONOTONIC, ts);
 	}
 	if (clock_fast_realtime(flags, ts))
 		return 0;
-	return preload_slow_clock_gettime(CLOCK_REALTIME, ts);
-}
-
-static __attribute__((noinline)) int preload_slow_gettimeofday(struct timeval *tv)
-{
-	uint32_t flags = preload_api_flags();
-	bool stale;
-	int rc;
-
-	preload_slow_path_start();
-	if (clock_careful_timeval(flags, tv))
-		return 0;
-	preload_tsc_did_not_answer();
-	stale = preload_lines_stale();
-	rc = libc_gettimeofday(tv, NULL);
-	preload_follow_realtime_step(stale);
-	if (rc == 0)
-		preload_clamp_timeval(tv);
-	return rc;
-}
-
-/* libc's gettimeofday: not chosen, a timezone asked for, or a NULL
- * pointer; clamped where this thread may have had answers from the TSC. */
-static __attribute__((noinline)) int preload_libc_gettimeofday(struct timeval *tv, void *tz)
-{
-	uint32_t flags = preload_api_flags();
-	int rc;
-
-	refresh_ensure_started();
-	rc = libc_gettimeofday(tv, tz);
-	if (rc == 0 && !preload_is_null(tv) &&
-	    (flags & (CLOCK_LIBC_CLAMPED | CLOCK_API_GETTIMEOFDAY)))
-		preload_clamp_timeval(tv);
-	return rc;
+	return preload_slow(PRELOAD_REALTIME, ts);
 }
 
 PRELOAD_EXPORT int gettimeofday(struct timeval *tv, GETTIMEOFDAY_TZ_TYPE tz)
@@ -379,32 +476,10 @@ PRELOAD_EXPORT int gettimeofday(struct timeval *tv, GETTIMEOFDAY_TZ_TYPE tz)
 		return libc_gettimeofday(tv, tz);
 	/* A timezone request is libc's business: answer it exactly. */
 	if (!(flags & CLOCK_API_GETTIMEOFDAY) || tz != NULL || preload_is_null(tv))
-		return preload_libc_gettimeofday(tv, tz);
+		return preload_libc(PRELOAD_GETTIMEOFDAY, tv, (union preload_libc_arg){ .tz = tz });
 	if (clock_fast_timeval(flags, tv))
 		return 0;
-	return preload_slow_gettimeofday(tv);
-}
-
-static __attribute__((noinline)) time_t preload_slow_time(time_t *t)
-{
-	uint32_t flags = preload_api_flags();
-	time_t now;
-	bool stale;
-
-	preload_slow_path_start();
-	if (clock_careful_seconds(flags, &now)) {
-		if (t != NULL)
-			*t = now;
-		return now;
-	}
-	preload_tsc_did_not_answer();
-	stale = preload_lines_stale();
-	now = libc_time_now(NULL);
-	preload_follow_realtime_step(stale);
-	now = preload_clamp_seconds(now);
-	if (t != NULL)
-		*t = now;
-	return now;
+	return preload_slow(PRELOAD_GETTIMEOFDAY, tv);
 }
 
 PRELOAD_EXPORT time_t time(time_t *t)
@@ -418,43 +493,12 @@ PRELOAD_EXPORT time_t time(time_t *t)
 	if (__builtin_expect(!(flags & (CLOCK_API_TIME | CLOCK_LIBC_CLAMPED)), 1))
 		return libc_time_now(t);
 	if (!(flags & CLOCK_API_TIME))
-		return preload_libc_time_clamped(t);
+		return preload_libc_time(t);
 	if (!clock_fast_seconds(flags, &now))
 		return preload_slow_time(t);
 	if (t != NULL)
 		*t = now;
 	return now;
-}
-
-static __attribute__((noinline)) int preload_slow_timespec_get(struct timespec *ts)
-{
-	uint32_t flags = preload_api_flags();
-	bool stale;
-	int rc;
-
-	preload_slow_path_start();
-	if (clock_careful_realtime(flags, ts))
-		return TIME_UTC;
-	preload_tsc_did_not_answer();
-	stale = preload_lines_stale();
-	rc = libc_timespec_get(ts, TIME_UTC);
-	preload_follow_realtime_step(stale);
-	if (rc == TIME_UTC)
-		preload_clamp_realtime(ts);
-	return rc;
-}
-
-static __attribute__((noinline)) int preload_libc_timespec_get(struct timespec *ts, int base)
-{
-	uint32_t flags = preload_api_flags();
-	int rc;
-
-	refresh_ensure_started();
-	rc = libc_timespec_get(ts, base);
-	if (rc == TIME_UTC && base == TIME_UTC && !preload_is_null(ts) &&
-	    (flags & (CLOCK_LIBC_CLAMPED | CLOCK_API_TIMESPEC_GET)))
-		preload_clamp_realtime(ts);
-	return rc;
 }
 
 PRELOAD_EXPORT int timespec_get(struct timespec *ts, int base)
@@ -465,8 +509,9 @@ PRELOAD_EXPORT int timespec_get(struct timespec *ts, int base)
 		!(flags & (CLOCK_API_TIMESPEC_GET | CLOCK_START_PENDING | CLOCK_LIBC_CLAMPED)), 0))
 		return libc_timespec_get(ts, base);
 	if (base != TIME_UTC || !(flags & CLOCK_API_TIMESPEC_GET) || preload_is_null(ts))
-		return preload_libc_timespec_get(ts, base);
+		return preload_libc(PRELOAD_TIMESPEC_GET, ts,
+				    (union preload_libc_arg){ .base = base });
 	if (clock_fast_realtime(flags, ts))
 		return TIME_UTC;
-	return preload_slow_timespec_get(ts);
+	return preload_slow(PRELOAD_TIMESPEC_GET, ts);
 }
