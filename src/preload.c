@@ -84,12 +84,11 @@ __attribute__((constructor)) static void preload_init(void)
  * the kernel's clock. */
 static void preload_clamp_monotonic(struct timespec *ts)
 {
-	uint64_t ns = (uint64_t)ts->tv_sec * CLOCK_NS_PER_SEC + (uint64_t)ts->tv_nsec;
+	uint64_t ns = timespec_to_ns(ts);
 	uint64_t last = clock_thread.last_mono_ns;
 
 	if (ns < last) {
-		ts->tv_sec = (time_t)(last / CLOCK_NS_PER_SEC);
-		ts->tv_nsec = (long)(last % CLOCK_NS_PER_SEC);
+		*ts = timespec_from_ns(last);
 	} else {
 		clock_thread.last_mono_ns = ns;
 	}
@@ -123,11 +122,8 @@ static void preload_clamp_realtime(struct timespec *ts)
 {
 	uint64_t floor;
 
-	if (preload_realtime_below_floor(
-		(uint64_t)ts->tv_sec * CLOCK_NS_PER_SEC + (uint64_t)ts->tv_nsec, &floor)) {
-		ts->tv_sec = (time_t)(floor / CLOCK_NS_PER_SEC);
-		ts->tv_nsec = (long)(floor % CLOCK_NS_PER_SEC);
-	}
+	if (preload_realtime_below_floor(timespec_to_ns(ts), &floor))
+		*ts = timespec_from_ns(floor);
 }
 
 /* The clamp, for gettimeofday's microseconds. */
@@ -172,8 +168,7 @@ static void preload_slow_path_start(void)
 	if (clock_thread.last_mono_ns != 0)
 		return;
 	if (libc_clock_gettime(CLOCK_MONOTONIC, &ts) == 0)
-		clock_thread.last_mono_ns =
-		    (uint64_t)ts.tv_sec * CLOCK_NS_PER_SEC + (uint64_t)ts.tv_nsec;
+		clock_thread.last_mono_ns = timespec_to_ns(&ts);
 }
 
 #define PRELOAD_STEP_SANDWICHES 3u
