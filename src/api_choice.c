@@ -4,14 +4,30 @@
 
 #include "api_choice.h"
 
+#include <string.h>
+
 #include "clock.h"
+#include "debug.h"
 #include "libc.h"
+#include "lines.h"
+#include "look.h"
+#include "placement.h"
+#include "table.h"
+#include "verdict.h"
 
 #define API_CHOICE_CALLS  1000u
 #define API_CHOICE_ROUNDS 15u
 /* The fast path must win by this factor: a tie measured on a noisy machine
  * must not send an entry point through the library for nothing. */
 #define API_CHOICE_MARGIN 0.97
+
+struct api_cost api_choice_costs[API_CHOICE_COUNT];
+bool api_choice_made;
+struct api_choice_record api_choice_last;
+/* Every CLOCK_API_* bit readers have been given since the engine began. */
+static uint32_t api_choice_ever_published;
+/* When the engine began (api_choice_begin), monotonic ns. */
+static uint64_t api_choice_started_ns;
 
 typedef void (*api_loop_fn)(uint32_t flags, unsigned calls);
 
@@ -195,24 +211,16 @@ static __attribute__((noinline)) void api_fast_timespec_get(uint32_t flags, unsi
 	}
 }
 
-static uint64_t api_now_ns(void)
-{
-	struct timespec ts;
-
-	libc_clock_gettime(CLOCK_MONOTONIC, &ts);
-	return timespec_to_ns(&ts);
-}
-
 static double api_time_loop(api_loop_fn loop, uint32_t flags)
 {
-	uint64_t start = api_now_ns();
+	uint64_t start = libc_monotonic_ns();
 
 	loop(flags, API_CHOICE_CALLS);
-	return (double)(api_now_ns() - start) / API_CHOICE_CALLS;
+	return (double)(libc_monotonic_ns() - start) / API_CHOICE_CALLS;
 }
 
 uint32_t api_choice_measure(uint32_t mode_flags, struct api_cost costs[API_CHOICE_COUNT],
-			    unsigned *fallbacks, void (*between_rounds)(void))
+			    unsigned *fallbacks)
 {
 	static const struct {
 		const char *name;
@@ -244,8 +252,9 @@ uint32_t api_choice_measure(uint32_t mode_flags, struct api_cost costs[API_CHOIC
 		for (unsigned round = 0; round < API_CHOICE_ROUNDS; round++) {
 			double libc_ns, fast_ns;
 
-			if (between_rounds != NULL)
-				between_rounds();
+			/* Over a slow kernel clock the measurement outlasts
+			 * the lines' validity: a look renews it. */
+			look_once();
 			libc_ns = api_time_loop(apis[a].libc_loop, mode_flags);
 			fast_ns = api_time_loop(apis[a].fast_loop, mode_flags);
 			if (libc_ns < best_libc)
@@ -262,4 +271,138 @@ uint32_t api_choice_measure(uint32_t mode_flags, struct api_cost costs[API_CHOIC
 	}
 	*fallbacks = api_fallbacks;
 	return chosen;
+}
+
+/* The next CPU after the last choice's that has a line: the measurement
+ * needs one, and moves from CPU to CPU rather than load one. One of the
+ * thread's own CPUs where it can: a CPU visited only for other threads (a
+ * pinned poller's) gets a round's pin, not the measurement too. */
+static bool api_choice_cpu(uint32_t *cpu_out)
+{
+	for (int pass = 0; pass < 2; pass++) {
+		for (uint32_t i = 1; i <= CPU_MAX_CPUS; i++) {
+			uint32_t cpu = (api_choice_last.cpu + i) % CPU_MAX_CPUS;
+
+			if (pass == 0 && !placement_home_has(cpu))
+				continue;
+			if (lines_cpu_answers(&lines_cpus[cpu])) {
+				*cpu_out = cpu;
+				return true;
+			}
+		}
+	}
+	return false;
+}
+
+/* Whether the entry points should be measured (again): never yet, or more
+ * CPUs have lines than when they were (the first round that covers every
+ * CPU, a CPU that joined), or the last measurement was thrown away. */
+static bool api_choice_due(unsigned with_line)
+{
+	return !api_choice_made || with_line > api_choice_last.cpus_with_line;
+}
+
+uint32_t api_choice_flags_for(uint32_t apis)
+{
+	uint32_t flags = apis | verdict.mode_flags;
+
+	api_choice_ever_published |= apis;
+	if (api_choice_ever_published & ~apis)
+		flags |= CLOCK_LIBC_CLAMPED;
+	return flags;
+}
+
+/* Publishes what readers use: the chosen entry points while the lines are
+ * trusted, none (libc answers) while they are not. */
+static void api_choice_publish_flags(bool trusted)
+{
+	uint32_t apis = trusted && api_choice_made ? api_choice_last.chosen : 0;
+
+	/* A stopper may set CLOCK_START_PENDING meanwhile: table.c keeps it. */
+	table_publish_flags(api_choice_flags_for(apis));
+}
+
+/* Measures each entry point against libc on a CPU that has a line, and
+ * chooses. A measurement in which any call fell back (the thread was on a
+ * CPU without a line, or the lines went stale) says nothing: it is thrown
+ * away, and the next round measures again. */
+static void api_choice_choose(unsigned round, unsigned with_line, bool force)
+{
+	struct api_cost costs[API_CHOICE_COUNT];
+	unsigned fallbacks = 0;
+	uint32_t cpu, chosen;
+
+	if (!api_choice_cpu(&cpu))
+		return;
+	/* A visit like a round's: a real-time thread that takes the CPU
+	 * meanwhile gets the thread moved back by a reader. */
+	placement_visit_begin(cpu);
+	if (!placement_pin(cpu)) {
+		placement_visit_close();
+		return;
+	}
+	chosen = api_choice_measure(verdict.mode_flags, costs, &fallbacks);
+	if (placement_visit_close())
+		fallbacks++;
+	placement_unpin();
+	if (fallbacks > 0) {
+		api_choice_last.rejected++;
+		api_choice_last.cpu = cpu;
+		debug_log("entry points: measurement on cpu %u thrown away: %u calls fell back "
+			  "to libc; measuring again next round",
+			  cpu, fallbacks);
+		return;
+	}
+	if (force)
+		chosen = CLOCK_API_ALL;
+	memcpy(api_choice_costs, costs, sizeof costs);
+	api_choice_last.round = round;
+	api_choice_last.after_start_ns = libc_monotonic_ns() - api_choice_started_ns;
+	api_choice_last.cpu = cpu;
+	api_choice_last.cpus_with_line = with_line;
+	api_choice_last.chosen = chosen;
+	api_choice_made = true;
+	debug_log("entry points chosen after round %u, %.3f s after start, measured on cpu %u "
+		  "with lines on %u of %u CPUs",
+		  round, (double)api_choice_last.after_start_ns / 1e9, cpu, with_line,
+		  api_choice_last.cpus_usable);
+	for (unsigned a = 0; a < API_CHOICE_COUNT; a++)
+		debug_log("%s: libc %.1f ns, fasttime %.1f ns: %s", api_choice_costs[a].name,
+			  api_choice_costs[a].libc_ns, api_choice_costs[a].fast_ns,
+			  (chosen & api_choice_costs[a].flag) ? "fast" : "libc");
+}
+
+void api_choice_begin(uint64_t now_ns)
+{
+	api_choice_started_ns = now_ns;
+}
+
+void api_choice_forget(void)
+{
+	memset(&api_choice_last, 0, sizeof api_choice_last);
+	api_choice_made = false;
+}
+
+bool api_choice_ever_answered(void)
+{
+	return api_choice_ever_published != 0;
+}
+
+void api_choice_after_round(unsigned round, const struct round_result *result, bool trusted,
+			    bool force)
+{
+	api_choice_last.cpus_usable = result->usable;
+	if (result->with_line > 0 && trusted && api_choice_due(result->with_line))
+		api_choice_choose(round, result->with_line, force);
+	api_choice_publish_flags(trusted);
+}
+
+bool api_choice_again(unsigned with_line, bool force)
+{
+	unsigned rejected = api_choice_last.rejected;
+
+	api_choice_made = false;
+	api_choice_choose(api_choice_last.round, with_line, force);
+	api_choice_publish_flags(verdict.trusted);
+	return api_choice_made && api_choice_last.rejected == rejected;
 }

@@ -1,9 +1,14 @@
-/* Which entry points are faster from the TSC than from libc, measured once
- * on this machine when the first calibration is good. */
+/* Which entry points are faster from the TSC than from libc: measured on a
+ * CPU that has a line when the first calibration is good (and again when
+ * more CPUs have lines), decided, remembered, and published to readers as
+ * the api_flags bits (clock.h). */
 #ifndef FASTTIME_API_CHOICE_H
 #define FASTTIME_API_CHOICE_H
 
+#include <stdbool.h>
 #include <stdint.h>
+
+#include "round.h"
 
 enum api_choice_index {
 	API_CHOICE_MONOTONIC,
@@ -26,10 +31,46 @@ struct api_cost {
  * the CLOCK_API_* bits of those that were clearly faster (by 3 %). The
  * table must be valid. *fallbacks counts the calls the counter could not
  * answer: any at all, and the fast figures are libc's, not the counter's.
- * between_rounds, unless NULL, is called between the timed rounds: over a
- * slow kernel clock the measurement outlasts the lines' validity, and the
- * caller renews it there (refresh_renew_validity). */
+ * Between the timed runs a look of the watch renews the lines' validity
+ * (look_once): over a slow kernel clock the measurement outlasts it. */
 uint32_t api_choice_measure(uint32_t mode_flags, struct api_cost costs[API_CHOICE_COUNT],
-			    unsigned *fallbacks, void (*between_rounds)(void));
+			    unsigned *fallbacks);
+
+/* When and on what the entry points were last chosen, for --info and the
+ * debug lines. */
+struct api_choice_record {
+	unsigned round;		 /* the refresh round after which it was made */
+	uint64_t after_start_ns; /* since the engine began (api_choice_begin) */
+	uint32_t cpu;		 /* the CPU it was measured on, which had a line */
+	unsigned cpus_with_line; /* of cpus_usable, at the time */
+	unsigned cpus_usable;
+	unsigned rejected; /* measurements thrown away: a call fell back */
+	uint32_t chosen;   /* the CLOCK_API_* bits chosen */
+};
+extern struct api_choice_record api_choice_last;
+/* Costs measured when choosing the entry points, for diagnostics. */
+extern struct api_cost api_choice_costs[API_CHOICE_COUNT];
+/* Whether a choice stands (api_choice_last.chosen). */
+extern bool api_choice_made;
+
+/* The engine begins at now_ns: the choice's age counts from there. */
+void api_choice_begin(uint64_t now_ns);
+/* Forgets the choice: the tools, before calibrating anew. */
+void api_choice_forget(void);
+/* After a round: chooses if it is due (with_line > 0, trusted lines), then
+ * publishes the flags readers use: the chosen entry points while the
+ * lines are trusted, none while they are not. force: every entry point,
+ * whatever the measurement says (FASTTIME_FORCE). */
+void api_choice_after_round(unsigned round, const struct round_result *result, bool trusted,
+			    bool force);
+/* Measures and chooses again now, with_line CPUs having lines, and
+ * publishes; false when the measurement was thrown away. */
+bool api_choice_again(unsigned with_line, bool force);
+/* The api_flags bits (less CLOCK_START_PENDING) for apis answering from
+ * the TSC: once an entry point has answered from the TSC and stops,
+ * CLOCK_LIBC_CLAMPED, for the rest of the process's life. */
+uint32_t api_choice_flags_for(uint32_t apis);
+/* Whether any entry point has answered from the TSC in this process. */
+bool api_choice_ever_answered(void);
 
 #endif

@@ -19,7 +19,9 @@
 #include "bench_library.h"
 #include "bench_proc.h"
 #include "refresh.h"
+#include "round.h"
 #include "settings.h"
+#include "watch.h"
 
 #define BENCH_IDLE_MAPPINGS 64u
 
@@ -167,8 +169,8 @@ static void bench_idle_measure(struct bench_idle_result *r)
 	char path[96];
 
 	interval_ns = (uint64_t)r->settings.interval_ms * 1000000ull;
-	for (unsigned round = 0; refresh_interval_after(round, interval_ns) < interval_ns; round++)
-		ramp_ns += refresh_interval_after(round, interval_ns);
+	for (unsigned round = 0; round_interval_after(round, interval_ns) < interval_ns; round++)
+		ramp_ns += round_interval_after(round, interval_ns);
 	r->rounds = (unsigned)(bench_options.idle * 1e9 / (double)interval_ns + 0.5);
 	if (r->rounds < 1)
 		r->rounds = 1;

@@ -19,6 +19,7 @@
 #include "clock.h"
 #include "libc.h"
 #include "refresh.h"
+#include "verdict.h"
 #include "settings.h"
 
 static double bench_measure_ns_per_tick;
@@ -412,8 +413,8 @@ bool bench_measure_start_engine(const struct cpu_facts *facts)
 	refresh_configure(&settings);
 	if (!refresh_calibrate_now()) {
 		fprintf(stderr, "fasttime-bench: the fast path cannot run here: %s\n",
-			refresh_verdict.unusable != NULL ? refresh_verdict.unusable
-							 : "calibration gave no CPU a line");
+			verdict.unusable != NULL ? verdict.unusable
+						 : "calibration gave no CPU a line");
 		return false;
 	}
 	refresh_ensure_started();

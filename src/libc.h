@@ -2,8 +2,11 @@
 #ifndef FASTTIME_LIBC_H
 #define FASTTIME_LIBC_H
 
+#include <stdint.h>
 #include <sys/time.h>
 #include <time.h>
+
+#include "timespec_ns.h"
 
 struct libc_time_functions {
 	int (*clock_gettime)(clockid_t, struct timespec *);
@@ -54,6 +57,24 @@ static inline time_t libc_time_now(time_t *t)
 static inline int libc_timespec_get(struct timespec *ts, int base)
 {
 	return __atomic_load_n(&libc_time.timespec_get, __ATOMIC_ACQUIRE)(ts, base);
+}
+
+/* libc's CLOCK_MONOTONIC and CLOCK_REALTIME in nanoseconds: the engine's
+ * own reads of the kernel's clocks (whatever is preloaded beneath us). */
+static inline uint64_t libc_monotonic_ns(void)
+{
+	struct timespec ts;
+
+	libc_clock_gettime(CLOCK_MONOTONIC, &ts);
+	return timespec_to_ns(&ts);
+}
+
+static inline uint64_t libc_realtime_ns(void)
+{
+	struct timespec ts;
+
+	libc_clock_gettime(CLOCK_REALTIME, &ts);
+	return timespec_to_ns(&ts);
 }
 
 #endif

@@ -15,9 +15,12 @@
 #include "cpu.h"
 #include "debug.h"
 #include "libc.h"
+#include "placement.h"
+#include "realtime.h"
 #include "refresh.h"
 #include "sandbox.h"
 #include "settings.h"
+#include "verdict.h"
 #include "watch.h"
 
 #define PRELOAD_EXPORT __attribute__((visibility("default")))
@@ -58,7 +61,7 @@ static void preload_after_fork_in_child(void)
  * well under a microsecond: getpid (whose process the library's memory is)
  * and prctl(PR_GET_SECCOMP) (sandbox.h). The one file, the kernel's
  * clocksource, is read here: before main() no descriptor of the program's
- * can be taken or closed under us (refresh_read_kernel). libc's functions
+ * can be taken or closed under us (verdict_read_kernel). libc's functions
  * are looked up by the first call that needs one; the refresh thread checks
  * the processor when it starts. */
 __attribute__((constructor)) static void preload_init(void)
@@ -74,7 +77,7 @@ __attribute__((constructor)) static void preload_init(void)
 		/* Before the program can install a filter of its own. */
 		sandbox_record();
 		pthread_atfork(NULL, NULL, preload_after_fork_in_child);
-		refresh_read_kernel();
+		verdict_read_kernel();
 	}
 	refresh_configure(&settings);
 }
@@ -208,15 +211,13 @@ static void preload_follow_realtime_step(bool stale_before)
 	/* The caller gets libc's errno, not this look's. */
 	saved_errno = errno;
 	for (unsigned i = 0; i < PRELOAD_STEP_SANDWICHES; i++) {
-		refresh_offset_samples(&sample, 1);
+		realtime_offset_samples(&sample, 1);
 		if (sample.mono_after < sample.mono_before ||
 		    sample.mono_after - sample.mono_before > WATCH_READER_SANDWICH_MAX_NS)
 			continue;
 		if (watch_realtime_judge(&sample, 1, published, WATCH_STEP_THRESHOLD_NS, &offset,
 					 &moved) == WATCH_REALTIME_SET)
-			__atomic_compare_exchange_n(&table_shared.realtime_offset_ns, &published,
-						    offset, false, __ATOMIC_RELEASE,
-						    __ATOMIC_RELAXED);
+			table_swap_realtime_offset(published, offset);
 		break;
 	}
 	errno = saved_errno;
@@ -230,7 +231,7 @@ static void preload_tsc_did_not_answer(void)
 {
 	refresh_check_process();
 	refresh_ensure_started();
-	refresh_free_stuck_thread();
+	placement_free_stuck_thread();
 }
 
 /* Each entry point tries the fast read inline (clock.h) and, when it gives

@@ -5,6 +5,8 @@
 
 #include <stdbool.h>
 
+#include "clock.h"
+
 struct table_record table_records[CPU_MAX_CPUS];
 struct table_shared table_shared;
 /* Aligned, and a whole number of cache lines: the readers' rare writes here
@@ -71,4 +73,42 @@ void table_wanted_clear(void)
 	for (unsigned i = 0; i < TABLE_WANTED_WORDS; i++)
 		if (__atomic_load_n(&table_wanted[i], __ATOMIC_RELAXED) != 0)
 			__atomic_store_n(&table_wanted[i], 0, __ATOMIC_RELAXED);
+}
+
+void table_publish_flags(uint32_t flags)
+{
+	uint32_t seen = __atomic_load_n(&table_shared.api_flags, __ATOMIC_RELAXED);
+
+	while (!__atomic_compare_exchange_n(&table_shared.api_flags, &seen,
+					    (flags & ~(uint32_t)CLOCK_START_PENDING) |
+						(seen & CLOCK_START_PENDING),
+					    false, __ATOMIC_RELEASE, __ATOMIC_RELAXED))
+		;
+}
+
+void table_set_start_pending(bool pending)
+{
+	if (pending)
+		__atomic_fetch_or(&table_shared.api_flags, CLOCK_START_PENDING, __ATOMIC_RELEASE);
+	else
+		__atomic_fetch_and(&table_shared.api_flags, ~(uint32_t)CLOCK_START_PENDING,
+				   __ATOMIC_RELEASE);
+}
+
+void table_stop_answering(uint32_t flags)
+{
+	__atomic_store_n(&table_shared.api_flags, flags & ~(uint32_t)CLOCK_START_PENDING,
+			 __ATOMIC_RELEASE);
+	table_set_validity(0, 0);
+}
+
+void table_set_realtime_offset(uint64_t offset_ns)
+{
+	__atomic_store_n(&table_shared.realtime_offset_ns, offset_ns, __ATOMIC_RELEASE);
+}
+
+bool table_swap_realtime_offset(uint64_t expected_ns, uint64_t offset_ns)
+{
+	return __atomic_compare_exchange_n(&table_shared.realtime_offset_ns, &expected_ns,
+					   offset_ns, false, __ATOMIC_RELEASE, __ATOMIC_RELAXED);
 }

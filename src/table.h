@@ -13,6 +13,7 @@
 #define FASTTIME_TABLE_H
 
 #include <emmintrin.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "calib.h"
@@ -54,6 +55,23 @@ void table_publish(uint32_t cpu, struct calib_line line);
 void table_withdraw(uint32_t cpu);
 /* Makes every record stale at once (fork child before its refresh thread). */
 void table_set_validity(uint64_t valid_from_tsc, uint64_t valid_ticks);
+
+/* The shared facts beside the lines: table.c is their only writer (but
+ * for readers' table_want_line and a reader's realtime step, which goes
+ * through table_swap_realtime_offset). */
+/* Publishes the flags readers use (api_flags), keeping CLOCK_START_PENDING
+ * as a stopper or starter may set it meanwhile. */
+void table_publish_flags(uint32_t flags);
+/* Sets or clears CLOCK_START_PENDING in api_flags. */
+void table_set_start_pending(bool pending);
+/* Stops every answer from the lines at once: api_flags becomes flags (less
+ * CLOCK_START_PENDING), and the validity ends. */
+void table_stop_answering(uint32_t flags);
+/* Publishes the realtime offset the first time. */
+void table_set_realtime_offset(uint64_t offset_ns);
+/* Publishes a moved realtime offset unless someone published another since
+ * expected_ns was read: true when this one went in. */
+bool table_swap_realtime_offset(uint64_t expected_ns, uint64_t offset_ns);
 
 /* The writer's copy of table_wanted, and its clearing: the program's threads
  * moved, and those still without a line say so again. */

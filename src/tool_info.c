@@ -133,22 +133,22 @@ static void tool_info_print_cpus(const struct tool_info_report *report)
  * what that measurement was made. */
 static void tool_info_print_choice(bool relaxed, bool disabled)
 {
-	uint32_t chosen = refresh_choice.chosen;
+	uint32_t chosen = api_choice_last.chosen;
 
 	printf("\nentry points in %s mode, as the library would choose them%s (ns per call)\n",
 	       relaxed ? "relaxed" : "ordered", disabled ? " without FASTTIME_DISABLE" : "");
-	if (!refresh_apis_chosen) {
+	if (!api_choice_made) {
 		printf("  not measured: every call would be answered by libc\n");
 		return;
 	}
 	printf("  chosen after round %u, %.3f s after calibration started, measured on cpu %" PRIu32
 	       " with lines on %u of %u CPUs%s\n",
-	       refresh_choice.round, (double)refresh_choice.after_start_ns / 1e9,
-	       refresh_choice.cpu, refresh_choice.cpus_with_line, refresh_choice.cpus_usable,
-	       refresh_choice.rejected > 0 ? " (after measurements thrown away)" : "");
+	       api_choice_last.round, (double)api_choice_last.after_start_ns / 1e9,
+	       api_choice_last.cpu, api_choice_last.cpus_with_line, api_choice_last.cpus_usable,
+	       api_choice_last.rejected > 0 ? " (after measurements thrown away)" : "");
 	printf("  %-32s %7s %8s  %s\n", "entry point", "libc", "fasttime", "answered by");
 	for (unsigned a = 0; a < API_CHOICE_COUNT; a++) {
-		const struct api_cost *cost = &refresh_api_costs[a];
+		const struct api_cost *cost = &api_choice_costs[a];
 
 		printf("  %-32s %7.1f %8.1f  %s\n", cost->name, cost->libc_ns, cost->fast_ns,
 		       (chosen & cost->flag) ? "fasttime"

@@ -10,6 +10,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "api_choice.h"
+#include "verdict.h"
+
 /* The API part of the api.* keys, by entry point. */
 static const char *const tool_info_keys_api_names[] = {
 	[API_CHOICE_MONOTONIC] = "clock_gettime_monotonic",
@@ -213,8 +216,8 @@ static void tool_info_keys_cpus(const struct tool_info_report *report)
  * made, and the costs measured just now. */
 static void tool_info_keys_choice(const struct tool_info_report *report)
 {
-	const struct refresh_choice *choice = &refresh_choice;
-	bool chosen = report->calibrated && refresh_apis_chosen;
+	const struct api_choice_record *choice = &api_choice_last;
+	bool chosen = report->calibrated && api_choice_made;
 	bool costs = report->costs_measured;
 	char key[96];
 
@@ -228,7 +231,7 @@ static void tool_info_keys_choice(const struct tool_info_report *report)
 	tool_info_keys_maybe("calibration.rejected", chosen, "%u", choice->rejected);
 	for (unsigned a = 0; a < API_CHOICE_COUNT; a++) {
 		const char *api = tool_info_keys_api_names[a];
-		const struct api_cost *cost = &refresh_api_costs[a];
+		const struct api_cost *cost = &api_choice_costs[a];
 
 		tool_info_keys_maybe(tool_info_keys_name(key, sizeof key, "api", api, "libc_ns"),
 				     chosen, "%.1f", cost->libc_ns);

@@ -8,10 +8,13 @@
 #include <string.h>
 #include <time.h>
 
+#include "api_choice.h"
 #include "calib.h"
 #include "clock.h"
 #include "libc.h"
+#include "lines.h"
 #include "tool_check.h"
+#include "verdict.h"
 
 /* 2^64: a line's mult is ns per tick as a 0.64 fixed-point fraction. */
 #define TOOL_INFO_TWO_64 18446744073709551616.0
@@ -43,7 +46,7 @@ static unsigned tool_info_report_cpus(uint32_t *cpus, bool visited)
 
 	for (uint32_t cpu = 0; cpu < CPU_MAX_CPUS; cpu++) {
 		bool shown =
-		    visited ? refresh_cpus[cpu].allowed : have_online && cpu_mask_has(online, cpu);
+		    visited ? lines_cpus[cpu].allowed : have_online && cpu_mask_has(online, cpu);
 		if (shown)
 			cpus[n++] = cpu;
 	}
@@ -61,14 +64,14 @@ void tool_info_report_calibrate(struct tool_info_report *report, uint32_t *cpus)
 	libc_resolve();
 	refresh_configure(&engine);
 	report->calibrated = refresh_calibrate_now();
-	reason = refresh_verdict.unusable;
+	reason = verdict.unusable;
 	if (reason == NULL && !report->calibrated)
 		reason = "calibration gave no CPU a line";
-	if (reason == NULL && !refresh_verdict.trusted)
+	if (reason == NULL && !verdict.trusted)
 		reason = "the lines did not pass their own checks against the kernel's clock";
 	report->unusable = reason;
 	report->cpus = cpus;
-	report->cpu_count = tool_info_report_cpus(cpus, refresh_verdict.unusable == NULL);
+	report->cpu_count = tool_info_report_cpus(cpus, verdict.unusable == NULL);
 }
 
 /* Keeps the cheaper of each measured cost in best. */
@@ -112,13 +115,12 @@ void tool_info_report_measure_costs(struct tool_info_report *report)
 	for (unsigned round = 0; round < TOOL_INFO_COST_ROUNDS; round++) {
 		if (report->can_order) {
 			memset(costs, 0, sizeof costs);
-			api_choice_measure(ordered_flags, costs, &fallbacks,
-					   refresh_renew_validity);
+			api_choice_measure(ordered_flags, costs, &fallbacks);
 			report->calls_fell_back += fallbacks;
 			tool_info_report_keep_best(report->ordered, costs);
 		}
 		memset(costs, 0, sizeof costs);
-		api_choice_measure(relaxed_flags, costs, &fallbacks, refresh_renew_validity);
+		api_choice_measure(relaxed_flags, costs, &fallbacks);
 		report->calls_fell_back += fallbacks;
 		tool_info_report_keep_best(report->relaxed, costs);
 	}
@@ -137,7 +139,7 @@ double tool_info_report_libc_ns(const struct tool_info_report *report, unsigned 
 uint32_t tool_info_report_reference_cpu(const struct tool_info_report *report)
 {
 	for (unsigned i = 0; report->calibrated && i < report->cpu_count; i++)
-		if (refresh_cpus[report->cpus[i]].calib.line.mult != 0)
+		if (lines_cpus[report->cpus[i]].calib.line.mult != 0)
 			return report->cpus[i];
 	return report->cpu_count > 0 ? report->cpus[0] : 0;
 }
@@ -145,8 +147,8 @@ uint32_t tool_info_report_reference_cpu(const struct tool_info_report *report)
 void tool_info_report_cpu_row(const struct tool_info_report *report, uint32_t cpu, uint64_t now_ns,
 			      uint64_t tsc, struct tool_info_cpu_row *row)
 {
-	const struct refresh_cpu *c = &refresh_cpus[cpu];
-	const struct refresh_cpu *reference = &refresh_cpus[tool_info_report_reference_cpu(report)];
+	const struct lines_cpu *c = &lines_cpus[cpu];
+	const struct lines_cpu *reference = &lines_cpus[tool_info_report_reference_cpu(report)];
 
 	memset(row, 0, sizeof *row);
 	row->visited = report->calibrated && c->last_sample_mono_ns != 0;

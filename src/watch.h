@@ -92,7 +92,7 @@ bool watch_parted(int64_t last_error_ns, uint64_t last_ns, int64_t error_ns, uin
 #define WATCH_LINE_BUDGET_NS 700000u
 /* The least the kernel's rate is assumed able to move within a validity
  * window, in parts per million: ntpd's largest slew. A move seen larger
- * (refresh.c remembers it for WATCH_RATE_MEMORY_NS) is assumed instead:
+ * (lines.c remembers it for WATCH_RATE_MEMORY_NS) is assumed instead:
  * chrony slews at up to 83,333 ppm, and a slew that starts or stops while
  * the refresh thread cannot run parts the lines from the kernel's clock at
  * that rate. */

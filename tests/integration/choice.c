@@ -21,9 +21,11 @@
 #include "api_choice.h"
 #include "clock.h"
 #include "libc.h"
+#include "lines.h"
 #include "machine.h"
 #include "refresh.h"
 #include "table.h"
+#include "verdict.h"
 
 #define CHOICE_RUNS 100
 /* Choices that must be made, not thrown away: measured where the caller
@@ -68,7 +70,7 @@ static uint32_t choice_clear_winners(uint32_t cpu, uint32_t mode_flags)
 	if (!choice_pin(cpu))
 		return 0;
 	for (unsigned r = 0; r < CHOICE_REFERENCE_ROUNDS; r++) {
-		api_choice_measure(mode_flags, costs, &fallbacks, refresh_renew_validity);
+		api_choice_measure(mode_flags, costs, &fallbacks);
 		if (fallbacks > 0)
 			continue;
 		for (unsigned a = 0; a < API_CHOICE_COUNT; a++) {
@@ -105,7 +107,7 @@ int main(void)
 	settings.force = false;
 	libc_resolve();
 	refresh_configure(&settings);
-	if (!refresh_calibrate_now() || !refresh_verdict.trusted) {
+	if (!refresh_calibrate_now() || !verdict.trusted) {
 		printf("SKIP: calibration gave no trusted line here\n");
 		return 77;
 	}
@@ -113,23 +115,23 @@ int main(void)
 	 * refresh thread renews here: keep the lines fresh for the test. */
 	table_set_validity(0, UINT64_MAX);
 	for (uint32_t cpu = 0; cpu < CPU_MAX_CPUS; cpu++)
-		if (refresh_cpus[cpu].allowed && refresh_cpus[cpu].calib.line.mult != 0)
+		if (lines_cpus[cpu].allowed && lines_cpus[cpu].calib.line.mult != 0)
 			lined[n++] = cpu;
 	printf("mode %s, reading %s with the CPU id from %s, %u CPU(s) with a line\n",
 	       settings.relaxed ? "relaxed" : "ordered",
-	       cpu_counter_read_name(refresh_verdict.reading.counter),
-	       cpu_id_source_name(refresh_verdict.reading.cpu_id), n);
-	winners = choice_clear_winners(lined[0], clock_flags_for_reading(refresh_verdict.reading));
+	       cpu_counter_read_name(verdict.reading.counter),
+	       cpu_id_source_name(verdict.reading.cpu_id), n);
+	winners = choice_clear_winners(lined[0], clock_flags_for_reading(verdict.reading));
 
 	for (unsigned run = 0; run < CHOICE_RUNS; run++) {
 		uint32_t caller = lined[run % n];
-		struct calib_cpu saved = refresh_cpus[caller].calib;
+		struct calib_cpu saved = lines_cpus[caller].calib;
 		bool made;
 
 		/* The caller's CPU loses its line (with one CPU, it keeps it:
 		 * there is nowhere else to measure). */
 		if (n > 1) {
-			calib_cpu_reset(&refresh_cpus[caller].calib);
+			calib_cpu_reset(&lines_cpus[caller].calib);
 			table_withdraw(caller);
 		}
 		if (!choice_pin(caller)) {
@@ -138,16 +140,16 @@ int main(void)
 		}
 		made = refresh_choose_now();
 		if (n > 1) {
-			refresh_cpus[caller].calib = saved;
+			lines_cpus[caller].calib = saved;
 			table_publish(caller, saved.line);
 		}
 		if (!made) {
 			rejected++;
 			continue;
 		}
-		if (refresh_choice.cpu != caller)
+		if (api_choice_last.cpu != caller)
 			elsewhere++;
-		if (winners != 0 && (refresh_choice.chosen & CLOCK_API_ALL) == 0)
+		if (winners != 0 && (api_choice_last.chosen & CLOCK_API_ALL) == 0)
 			all_libc++;
 	}
 	printf("%d choices from a caller on a CPU %s: %u measured on another CPU, %u thrown "

@@ -6,8 +6,11 @@
 
 #include <string.h>
 
+#include "api_choice.h"
 #include "clock.h"
+#include "lines.h"
 #include "refresh.h"
+#include "round.h"
 #include "table.h"
 #include "unit.h"
 
@@ -113,25 +116,25 @@ START_TEST(test_refresh_wakes_for_first_line)
 {
 	const uint64_t anchor_ns = 1000000000, scheduled = anchor_ns + 850000000;
 	const uint64_t due = anchor_ns + 300000000 + 30000000;
-	struct refresh_cpu *c = &refresh_cpus[3];
+	struct lines_cpu *c = &lines_cpus[3];
 
-	memset(refresh_cpus, 0, sizeof refresh_cpus);
-	ck_assert_uint_eq(refresh_next_deadline(scheduled), scheduled);
+	memset(lines_cpus, 0, sizeof lines_cpus);
+	ck_assert_uint_eq(round_next_deadline(scheduled), scheduled);
 	c->allowed = true;
 	c->calib.has_anchor = true;
 	c->calib.anchor.ns = anchor_ns;
 	c->calib.anchor.width_ns = 1200;
-	ck_assert_uint_eq(refresh_next_deadline(scheduled), due);
-	ck_assert_uint_eq(refresh_next_deadline(anchor_ns + 100000000), anchor_ns + 100000000);
+	ck_assert_uint_eq(round_next_deadline(scheduled), due);
+	ck_assert_uint_eq(round_next_deadline(anchor_ns + 100000000), anchor_ns + 100000000);
 	c->dropped = true;
-	ck_assert_uint_eq(refresh_next_deadline(scheduled), scheduled);
+	ck_assert_uint_eq(round_next_deadline(scheduled), scheduled);
 	c->dropped = false;
 	c->allowed = false;
-	ck_assert_uint_eq(refresh_next_deadline(scheduled), scheduled);
+	ck_assert_uint_eq(round_next_deadline(scheduled), scheduled);
 	c->allowed = true;
 	c->calib.line.mult = 1ull << 63;
-	ck_assert_uint_eq(refresh_next_deadline(scheduled), scheduled);
-	memset(refresh_cpus, 0, sizeof refresh_cpus);
+	ck_assert_uint_eq(round_next_deadline(scheduled), scheduled);
+	memset(lines_cpus, 0, sizeof lines_cpus);
 }
 END_TEST
 
@@ -142,26 +145,26 @@ START_TEST(test_refresh_drop_after_15_s)
 {
 	const uint32_t cpu = 3;
 	const uint64_t t0 = 1000 * 1000000000ull;
-	struct refresh_cpu *c = &refresh_cpus[cpu];
+	struct lines_cpu *c = &lines_cpus[cpu];
 	struct calib_line line = { .mult = 1ull << 63, .offset = 12345 };
 
 	memset(c, 0, sizeof *c);
 	table_publish(cpu, line);
-	refresh_cpu_failed(cpu, c, t0);
-	refresh_cpu_failed(cpu, c, t0 + REFRESH_DROP_AFTER_NS - 1);
+	lines_cpu_failed(cpu, c, t0);
+	lines_cpu_failed(cpu, c, t0 + LINES_DROP_AFTER_NS - 1);
 	ck_assert(!c->dropped);
 	ck_assert_uint_eq(table_records[cpu].mult, line.mult);
-	/* A success: failing_since_ns is cleared, as refresh_update_one does. */
+	/* A success: failing_since_ns is cleared, as round_update_one does. */
 	c->failing_since_ns = 0;
-	refresh_cpu_failed(cpu, c, t0 + REFRESH_DROP_AFTER_NS + 5);
+	lines_cpu_failed(cpu, c, t0 + LINES_DROP_AFTER_NS + 5);
 	ck_assert(!c->dropped);
-	refresh_cpu_failed(cpu, c, t0 + 2 * REFRESH_DROP_AFTER_NS + 4);
+	lines_cpu_failed(cpu, c, t0 + 2 * LINES_DROP_AFTER_NS + 4);
 	ck_assert(!c->dropped);
-	refresh_cpu_failed(cpu, c, t0 + 2 * REFRESH_DROP_AFTER_NS + 5);
+	lines_cpu_failed(cpu, c, t0 + 2 * LINES_DROP_AFTER_NS + 5);
 	ck_assert(c->dropped);
 	ck_assert_uint_eq(table_records[cpu].mult, 0);
 	ck_assert_uint_eq(table_records[cpu].offset, 0);
-	memset(refresh_cpus, 0, sizeof refresh_cpus);
+	memset(lines_cpus, 0, sizeof lines_cpus);
 }
 END_TEST
 
@@ -171,13 +174,13 @@ END_TEST
  * not. */
 START_TEST(test_refresh_clamp_after_tsc_answers)
 {
-	ck_assert_uint_eq(refresh_flags_for(0) & CLOCK_LIBC_CLAMPED, 0);
-	ck_assert_uint_eq(refresh_flags_for(CLOCK_API_MONOTONIC) & CLOCK_LIBC_CLAMPED, 0);
+	ck_assert_uint_eq(api_choice_flags_for(0) & CLOCK_LIBC_CLAMPED, 0);
+	ck_assert_uint_eq(api_choice_flags_for(CLOCK_API_MONOTONIC) & CLOCK_LIBC_CLAMPED, 0);
 	ck_assert_uint_eq(
-	    refresh_flags_for(CLOCK_API_MONOTONIC | CLOCK_API_REALTIME) & CLOCK_LIBC_CLAMPED, 0);
-	ck_assert_uint_ne(refresh_flags_for(CLOCK_API_MONOTONIC) & CLOCK_LIBC_CLAMPED, 0);
-	ck_assert_uint_ne(refresh_flags_for(0) & CLOCK_LIBC_CLAMPED, 0);
-	ck_assert_uint_eq(refresh_flags_for(CLOCK_API_ALL) & CLOCK_API_ALL, CLOCK_API_ALL);
+	    api_choice_flags_for(CLOCK_API_MONOTONIC | CLOCK_API_REALTIME) & CLOCK_LIBC_CLAMPED, 0);
+	ck_assert_uint_ne(api_choice_flags_for(CLOCK_API_MONOTONIC) & CLOCK_LIBC_CLAMPED, 0);
+	ck_assert_uint_ne(api_choice_flags_for(0) & CLOCK_LIBC_CLAMPED, 0);
+	ck_assert_uint_eq(api_choice_flags_for(CLOCK_API_ALL) & CLOCK_API_ALL, CLOCK_API_ALL);
 }
 END_TEST
 

@@ -1,0 +1,320 @@
+/* Every CPU's line as the engine keeps it, and the validity granted to
+ * the lines (lines.h). The window a line may answer for comes from its
+ * predicted error, the rates the kernel's clock ran at lately and the
+ * budget (watch.h); the arithmetic is watch.c's and calib.c's. */
+#include "config.h"
+
+#include "lines.h"
+
+#include "debug.h"
+#include "libc.h"
+#include "placement.h"
+#include "realtime.h"
+#include "table.h"
+#include "watch.h"
+
+struct lines_cpu lines_cpus[CPU_MAX_CPUS];
+
+/* What the lines' judgement remembers between rounds and looks. */
+static struct lines_memory {
+	/* The rates (slopes) the lines learned: the least and the most in
+	 * the span of WATCH_RATE_MEMORY_NS that began at rates_since_ns [0]
+	 * and in the one before [1], and the last one learned while the rate
+	 * held still (lines_rate_ppm). */
+	uint64_t rate_low[2], rate_high[2], rate_quiet;
+	uint64_t rates_since_ns;
+	/* When (monotonic ns) the validity last granted ends: the watch
+	 * looks before then. */
+	uint64_t valid_until_ns;
+	/* CPUs with a line after the last round. */
+	unsigned published;
+} lines_state;
+
+void lines_set_published(unsigned count)
+{
+	lines_state.published = count;
+}
+
+unsigned lines_published(void)
+{
+	return lines_state.published;
+}
+
+uint64_t lines_valid_until_ns(void)
+{
+	return lines_state.valid_until_ns;
+}
+
+/* Whether cpu's line answers readers: the thread could run there, its
+ * calibration has not been dropped, and it has a line. */
+bool lines_cpu_answers(const struct lines_cpu *c)
+{
+	return c->allowed && !c->dropped && !c->withdrawn && c->calib.line.mult != 0;
+}
+
+unsigned lines_answering(void)
+{
+	unsigned count = 0;
+
+	for (uint32_t cpu = 0; cpu < CPU_MAX_CPUS; cpu++)
+		count += lines_cpu_answers(&lines_cpus[cpu]);
+	return count;
+}
+
+void lines_cpu_failed(uint32_t cpu, struct lines_cpu *state, uint64_t now)
+{
+	if (state->failing_since_ns == 0)
+		state->failing_since_ns = now;
+	if (!state->dropped && now - state->failing_since_ns >= LINES_DROP_AFTER_NS) {
+		state->dropped = true;
+		table_withdraw(cpu);
+		debug_log("cpu %u: calibration failing for 15 s; answering with libc there", cpu);
+	}
+}
+
+/* Counts slope among the rates the kernel's clock ran at lately (now). */
+void lines_note_slope(uint64_t slope, uint64_t now)
+{
+	if (lines_state.rates_since_ns == 0 ||
+	    now - lines_state.rates_since_ns > WATCH_RATE_MEMORY_NS) {
+		lines_state.rate_low[1] = lines_state.rate_low[0];
+		lines_state.rate_high[1] = lines_state.rate_high[0];
+		lines_state.rate_low[0] = lines_state.rate_high[0] = slope;
+		lines_state.rates_since_ns = now;
+	}
+	if (slope < lines_state.rate_low[0])
+		lines_state.rate_low[0] = slope;
+	if (slope > lines_state.rate_high[0])
+		lines_state.rate_high[0] = slope;
+}
+
+/* Notes the rate c's last update learned (lines_rate_ppm): a line
+ * continued, or one restarted at a rate measured across the lapse (relearned):
+ * under a load that stops the thread, every update may be a restart, and a
+ * slew learned only there must still shorten the windows. */
+void lines_note_rate(const struct lines_cpu *c, uint64_t now, bool relearned)
+{
+	uint64_t slope = c->calib.slope_mult;
+
+	if (slope == 0 || (c->last_outcome != CALIB_CONTINUED && !relearned))
+		return;
+	lines_note_slope(slope, now);
+	/* While the rate holds still, it is the one a slew returns to. */
+	if (lines_state.rate_quiet == 0 || lines_rate_ppm() <= WATCH_RATE_FLOOR_PPM)
+		lines_state.rate_quiet = slope;
+}
+
+/* How far the kernel's rate may move within a window, in parts per
+ * million: across the rates learned lately (the last two spans of
+ * WATCH_RATE_MEMORY_NS) and the rate it held while still, for a slew
+ * ends by going back to it however long it lasted; never less than the
+ * floor (watch.h). */
+uint64_t lines_rate_ppm(void)
+{
+	uint64_t low = lines_state.rate_quiet, high = lines_state.rate_quiet, ppm;
+
+	for (unsigned i = 0; i < 2; i++) {
+		if (lines_state.rate_low[i] == 0)
+			continue;
+		if (low == 0 || lines_state.rate_low[i] < low)
+			low = lines_state.rate_low[i];
+		if (lines_state.rate_high[i] > high)
+			high = lines_state.rate_high[i];
+	}
+	if (low == 0)
+		return WATCH_RATE_FLOOR_PPM;
+	ppm = (uint64_t)((unsigned __int128)(high - low) * 1000000u / low);
+	return ppm > WATCH_RATE_FLOOR_PPM ? ppm : WATCH_RATE_FLOOR_PPM;
+}
+
+/* The rate c's line is judged at: kernel_mult where the caller knows the
+ * kernel's rate better (a look just found it on another CPU's line), else
+ * the rate c learned, else its line's own. */
+static uint64_t lines_judging_rate(const struct lines_cpu *c, uint64_t kernel_mult)
+{
+	if (kernel_mult != 0)
+		return kernel_mult;
+	return c->calib.slope_mult != 0 ? c->calib.slope_mult : c->calib.line.mult;
+}
+
+/* The kernel's clock minus c's line at tsc, as c's last sample and the
+ * kernel's rate (lines_judging_rate) predict it, and how fast that moves
+ * (parts per billion): a bent line pays an error back until its aim, then
+ * runs on past it. */
+int64_t lines_predicted_error(const struct lines_cpu *c, uint64_t tsc, uint64_t kernel_mult,
+			      int64_t *drift_ppb)
+{
+	const struct calib_cpu *k = &c->calib;
+	uint64_t slope = lines_judging_rate(c, kernel_mult);
+	int64_t ticks = (int64_t)(tsc - k->anchor.tsc);
+	uint64_t kernel =
+	    k->anchor.ns + (uint64_t)(int64_t)(((__int128)ticks * (__int128)slope) >> 64);
+
+	*drift_ppb =
+	    (int64_t)(((__int128)slope - (__int128)k->line.mult) * 1000000000 / (__int128)slope);
+	return (int64_t)(kernel - calib_line_eval(k->line, tsc));
+}
+
+/* How long c's line may answer from tsc: its predicted error (at
+ * kernel_mult, lines_judging_rate) plus deviation_ns (what a look just
+ * measured beyond the prediction), grown since since_ns ago at the rate the
+ * kernel's may move, within the budget less the sandwiches' noise
+ * (watch_trusted_ns). */
+static uint64_t lines_cpu_trusted_ns(const struct lines_cpu *c, uint64_t tsc, uint64_t kernel_mult,
+				     int64_t deviation_ns, uint64_t since_ns)
+{
+	uint64_t noise = 2 * c->last_width_ns + 1000u;
+	int64_t drift, error = lines_predicted_error(c, tsc, kernel_mult, &drift) + deviation_ns;
+
+	if (noise >= WATCH_LINE_BUDGET_NS)
+		return 0;
+	return watch_trusted_ns(error, drift, since_ns, lines_rate_ppm(),
+				WATCH_LINE_BUDGET_NS - noise);
+}
+
+/* The window every answering line may have from tsc (now_ns): the least of
+ * theirs. After a round (looked NULL), each from its own sample at the
+ * rate it learned; after a look at the line of the CPU looked, from the
+ * look, whose deviation from that line's prediction is the kernel's own and
+ * so holds for every line, and at the rate that prediction just proved.
+ * Not at each line's own learned rate: a line restarted at a rate learned
+ * across a slew's end (its CPU was left unvisited meanwhile) parts from
+ * the kernel's clock at the difference, and a look elsewhere would renew
+ * it round after round on its own wrong prediction. */
+uint64_t lines_window(uint64_t tsc, uint64_t now_ns, const struct lines_cpu *looked,
+		      int64_t deviation_ns)
+{
+	uint64_t window = WATCH_VALID_NS;
+	uint64_t kernel_mult = looked != NULL ? lines_judging_rate(looked, 0) : 0;
+
+	for (uint32_t cpu = 0; cpu < CPU_MAX_CPUS; cpu++) {
+		const struct lines_cpu *c = &lines_cpus[cpu];
+		uint64_t since, trusted;
+
+		if (!lines_cpu_answers(c))
+			continue;
+		since = looked != NULL || now_ns < c->last_sample_mono_ns
+			    ? 0
+			    : now_ns - c->last_sample_mono_ns;
+		trusted = lines_cpu_trusted_ns(c, tsc, kernel_mult,
+					       looked != NULL ? deviation_ns : 0, since);
+		if (trusted < window)
+			window = trusted;
+	}
+	return window;
+}
+
+/* Whether the lines went past their validity (readers answer with libc)
+ * since they were last renewed. */
+bool lines_lapsed(void)
+{
+	uint64_t valid_from = __atomic_load_n(&table_shared.valid_from_tsc, __ATOMIC_ACQUIRE);
+	uint64_t valid_ticks = __atomic_load_n(&table_shared.valid_ticks, __ATOMIC_ACQUIRE);
+
+	return lines_state.published > 0 && cpu_rdtsc() - valid_from > valid_ticks;
+}
+
+/* Before a round publishes its lines: the validity granted for the old
+ * ones ends soon, so that a new line, bent however it is, cannot run
+ * further than the budget under it if the thread stops before it grants
+ * the new lines theirs (WATCH_MAX_DRIFT_PPM bounds how fast a line and the
+ * kernel's clock can part). mult converts to ticks. */
+void lines_shorten_validity(uint64_t mult)
+{
+	uint64_t valid_from = __atomic_load_n(&table_shared.valid_from_tsc, __ATOMIC_ACQUIRE);
+	uint64_t valid_ticks = __atomic_load_n(&table_shared.valid_ticks, __ATOMIC_ACQUIRE);
+	uint64_t soon = cpu_rdtsc() - valid_from +
+			calib_ticks_for_ns(mult, (uint64_t)WATCH_LINE_BUDGET_NS * 1000000u /
+						     WATCH_MAX_DRIFT_PPM);
+
+	if (mult != 0 && soon < valid_ticks)
+		table_set_validity(valid_from, soon);
+}
+
+/* After the lines went stale (the thread could not run, or not soon
+ * enough), their readers answer with libc, the kernel's clock: each line
+ * starts again on its next sample, there, rather than continue from where
+ * it ran to meanwhile. True when they did. */
+bool lines_relaunch_if_lapsed(void)
+{
+	if (!lines_lapsed())
+		return false;
+	for (uint32_t cpu = 0; cpu < CPU_MAX_CPUS; cpu++)
+		if (lines_cpu_answers(&lines_cpus[cpu]))
+			lines_cpus[cpu].withdrawn = true;
+	debug_log("the lines went stale before this round: restarting them at its samples");
+	return true;
+}
+
+/* Takes from readers each line the round could not sample (the CPU was
+ * skipped, not free, or its sandwiches failed): nothing says where it is
+ * now, and the validity the round grants is earned by the lines it
+ * sampled. Its readers answer with libc until a sample restarts it. */
+void lines_withdraw_unsampled(const unsigned long *renewed)
+{
+	for (uint32_t cpu = 0; cpu < CPU_MAX_CPUS; cpu++) {
+		struct lines_cpu *c = &lines_cpus[cpu];
+
+		if (!c->allowed || c->dropped || c->calib.line.mult == 0 ||
+		    cpu_mask_has(renewed, cpu))
+			continue;
+		if (!c->withdrawn)
+			debug_log("cpu %u: not sampled this round: answering with libc there "
+				  "until it is",
+				  cpu);
+		c->withdrawn = true;
+		table_withdraw(cpu);
+	}
+}
+
+/* A CPU the thread does not visit (any more): its line is withdrawn, so
+ * that readers there answer with libc rather than from a line nobody
+ * renews, and its calibration starts over if it comes back. */
+void lines_cpu_leaves(uint32_t cpu)
+{
+	struct lines_cpu *c = &lines_cpus[cpu];
+
+	if (c->allowed || c->calib.line.mult != 0) {
+		table_withdraw(cpu);
+		calib_cpu_reset(&c->calib);
+		c->failing_since_ns = 0;
+		c->dropped = false;
+		c->withdrawn = false;
+		c->unreachable_until_ns = 0;
+		c->unreachable_backoff_ns = 0;
+	}
+	c->allowed = false;
+}
+
+/* The CPUs that had a line and are not to be visited now leave. */
+void lines_leave_others(const unsigned long *visit)
+{
+	for (uint32_t cpu = 0; cpu < CPU_MAX_CPUS; cpu++)
+		if (lines_cpus[cpu].allowed && !cpu_mask_has(visit, cpu))
+			lines_cpu_leaves(cpu);
+}
+
+/* Trusts the lines for the watch's window from tsc on, after publishing a
+ * moved realtime offset. In this order, at every renewal: while the lines
+ * were stale their readers answered with libc, and a step of the clock
+ * they saw there must not be taken back by lines that come back with the
+ * old offset (a round or the per-API measurement lasts long enough on a
+ * loaded machine for the lines to go stale within it). */
+void lines_trust(uint64_t tsc, uint64_t mult, uint64_t window_ns, bool restarted)
+{
+	uint64_t valid_from, valid_ticks;
+
+	if (realtime_offset_known())
+		realtime_renew_offset();
+	/* Lines that went stale meanwhile (the thread was preempted) are not
+	 * brought back as they are: their readers answered with libc, and a
+	 * line behind the kernel's clock would hold them by their clamp for
+	 * as long as it is behind. The next round restarts them there
+	 * (lines_relaunch_if_lapsed). */
+	if (!restarted && lines_lapsed())
+		return;
+	watch_validity(tsc, mult, window_ns, &valid_from, &valid_ticks);
+	table_set_validity(valid_from, valid_ticks);
+	lines_state.valid_until_ns = libc_monotonic_ns() + window_ns;
+	placement_set_visit_limit(calib_ticks_for_ns(mult, PLACEMENT_VISIT_MAX_NS));
+}

@@ -1,0 +1,102 @@
+/* Every CPU's line as the engine keeps it, and how long readers may trust
+ * the lines: the rates the kernel's clock ran at lately, each line's
+ * predicted error, the window granted from a sample or a look, and the
+ * moves that take a line from readers (withdrawn, left, dropped). Written
+ * by the refresh thread only (or a tool calibrating in its own thread);
+ * readers see what table.h publishes. */
+#ifndef FASTTIME_LINES_H
+#define FASTTIME_LINES_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "calib.h"
+#include "cpu.h"
+
+/* A CPU whose calibration keeps failing this long answers with libc. */
+#define LINES_DROP_AFTER_NS (15ull * 1000000000ull)
+
+/* What the engine knows about one CPU, also shown by fasttime --info. */
+struct lines_cpu {
+	bool allowed; /* online, and the refresh thread could run there last round */
+	bool dropped; /* failed too long: answering with libc */
+	struct calib_cpu calib;
+	enum calib_outcome last_outcome;
+	uint64_t last_sample_mono_ns;
+	uint64_t last_width_ns;	      /* the last sample's sandwich */
+	uint64_t previous_slope_mult; /* the slope before the last round */
+	uint64_t failing_since_ns;    /* 0 while it succeeds */
+	/* The error (kernel minus line) the last round or look found, and
+	 * when: a look that finds it moved faster than the kernel's clock can
+	 * slew saw a discontinuity (watch_parted). */
+	int64_t look_error_ns;
+	uint64_t look_mono_ns;
+	uint32_t node;
+	/* The line was taken from readers (a round could not sample it, or
+	 * it lapsed): they answer with libc, and the next sample restarts it
+	 * there (lines_withdraw_unsampled). */
+	bool withdrawn;
+	/* A CPU the thread could not run on soon after pinning to it (a
+	 * real-time thread owns it): rounds skip it until then, and wait
+	 * twice as long after each such visit (round.c). */
+	uint64_t unreachable_until_ns;
+	uint64_t unreachable_backoff_ns;
+};
+
+extern struct lines_cpu lines_cpus[CPU_MAX_CPUS];
+
+/* Whether c's line answers readers: the thread could run there, its
+ * calibration has not been dropped or withdrawn, and it has a line. */
+bool lines_cpu_answers(const struct lines_cpu *c);
+/* How many CPUs have a line that answers. */
+unsigned lines_answering(void);
+/* Notes that cpu's calibration failed at now (monotonic ns); once it has
+ * failed for LINES_DROP_AFTER_NS without a success between, the CPU's
+ * line is withdrawn and its readers answer with libc. A success clears
+ * failing_since_ns. */
+void lines_cpu_failed(uint32_t cpu, struct lines_cpu *state, uint64_t now);
+
+/* Counts slope among the rates the kernel's clock ran at lately (now). */
+void lines_note_slope(uint64_t slope, uint64_t now);
+/* Notes the rate c's last update learned: a line continued, or one
+ * restarted at a rate measured across a lapse (relearned). */
+void lines_note_rate(const struct lines_cpu *c, uint64_t now, bool relearned);
+/* How far the kernel's rate may move within a window, in parts per
+ * million, never less than WATCH_RATE_FLOOR_PPM. */
+uint64_t lines_rate_ppm(void);
+/* The kernel's clock minus c's line at tsc as c's last sample predicts it
+ * at kernel_mult (0: c's own rate), and how fast that moves (ppb). */
+int64_t lines_predicted_error(const struct lines_cpu *c, uint64_t tsc, uint64_t kernel_mult,
+			      int64_t *drift_ppb);
+/* The window every answering line may have from tsc (now_ns): after a
+ * round (looked NULL) from each line's own sample; after a look at the
+ * line of the CPU looked, from that look's deviation_ns. 0: none. */
+uint64_t lines_window(uint64_t tsc, uint64_t now_ns, const struct lines_cpu *looked,
+		      int64_t deviation_ns);
+/* Whether the lines went past their validity since they were last
+ * renewed (readers answer with libc). */
+bool lines_lapsed(void);
+/* Ends the validity granted to the old lines soon, before a round
+ * publishes new ones (mult converts to ticks). */
+void lines_shorten_validity(uint64_t mult);
+/* After the lines lapsed: every answering line is withdrawn, to restart
+ * at its next sample. True when they had lapsed. */
+bool lines_relaunch_if_lapsed(void);
+/* Withdraws every line with no bit in renewed (a round could not sample
+ * it): its readers answer with libc until a sample restarts it. */
+void lines_withdraw_unsampled(const unsigned long *renewed);
+/* A CPU no longer visited: its line withdrawn, its calibration reset. */
+void lines_cpu_leaves(uint32_t cpu);
+/* Every CPU that had a line and has no bit in visit leaves. */
+void lines_leave_others(const unsigned long *visit);
+/* Trusts the lines for window_ns from tsc on (mult converts), after
+ * publishing a moved realtime offset; lapsed lines only where restarted. */
+void lines_trust(uint64_t tsc, uint64_t mult, uint64_t window_ns, bool restarted);
+
+/* How many CPUs had a line after the last round (set by it). */
+void lines_set_published(unsigned count);
+unsigned lines_published(void);
+/* When (monotonic ns) the validity last granted ends. */
+uint64_t lines_valid_until_ns(void);
+
+#endif

@@ -1,0 +1,380 @@
+/* One calibration round (round.h). First every CPU's sample, then the
+ * machine's slope from the least uncertain of them, then every line drawn
+ * with it and aimed, within its own sandwich, at the round's narrowest
+ * sandwich (calib.h); then the validity the samples earn (lines.h). */
+#include "config.h"
+
+#include "round.h"
+
+#include <sched.h>
+#include <string.h>
+
+#include "debug.h"
+#include "evidence.h"
+#include "libc.h"
+#include "lines.h"
+#include "placement.h"
+#include "realtime.h"
+#include "table.h"
+#include "verdict.h"
+
+/* One round's samples, taken before any line moves (too large for the
+ * thread's stack on machines with thousands of CPUs). */
+static struct calib_sample round_samples[CPU_MAX_CPUS];
+/* Set while a round runs: a fork child of a round resets what it touched. */
+static bool round_in_progress;
+
+void round_after_fork(void)
+{
+	if (!__atomic_load_n(&round_in_progress, __ATOMIC_RELAXED))
+		return;
+	for (uint32_t cpu = 0; cpu < CPU_MAX_CPUS; cpu++)
+		if (lines_cpus[cpu].allowed)
+			calib_cpu_reset(&lines_cpus[cpu].calib);
+	round_in_progress = false;
+}
+
+uint64_t round_interval_after(unsigned round, uint64_t configured_ns)
+{
+	uint64_t interval = ROUND_FIRST_INTERVAL_NS;
+
+	for (unsigned i = 0; i < round && interval < configured_ns; i++)
+		interval *= CALIB_INTERVAL_GROWTH;
+	return interval < configured_ns ? interval : configured_ns;
+}
+
+/* One sandwich: the kernel's monotonic clock, the counter read as the
+ * sandwiches read it (with the CPU it was read on, in *stamp), the kernel's
+ * clock again; false when the kernel's clock ran back between. */
+bool round_sandwich(struct calib_sample *sample, struct cpu_stamp *stamp)
+{
+	uint64_t before = libc_monotonic_ns(), after;
+
+	*stamp = cpu_read_stamp(verdict.sample_reading);
+	after = libc_monotonic_ns();
+	if (after < before)
+		return false;
+	sample->tsc = stamp->tsc;
+	sample->width_ns = after - before;
+	sample->ns = before + sample->width_ns / 2;
+	return true;
+}
+
+/* Takes sandwiches on the CPU this thread is pinned to; false when none was
+ * taken there (the thread was moved each time). */
+static bool round_sample_cpu(uint32_t cpu, struct calib_sample *best, uint32_t *node)
+{
+	struct calib_sample samples[ROUND_SANDWICHES];
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < ROUND_SANDWICHES; i++) {
+		struct cpu_stamp stamp;
+
+		if (!round_sandwich(&samples[n], &stamp) || stamp.cpu != cpu)
+			continue;
+		*node = stamp.node;
+		n++;
+	}
+	if (n == 0)
+		return false;
+	*best = samples[calib_narrowest(samples, n)];
+	return true;
+}
+
+static const char *round_outcome_name(enum calib_outcome outcome)
+{
+	switch (outcome) {
+	case CALIB_NEED_MORE: return "anchored";
+	case CALIB_FIRST_LINE: return "first line";
+	case CALIB_CONTINUED: return "continued";
+	case CALIB_STEPPED: return "stepped";
+	case CALIB_REJECTED: return "rejected";
+	}
+	return "?";
+}
+
+/* Takes this round's sample on cpu, pinned there; false (and the failure
+ * noted) when none could be taken. */
+static bool round_sample_one(uint32_t cpu, struct calib_sample *sample)
+{
+	struct lines_cpu *state = &lines_cpus[cpu];
+
+	if (!round_sample_cpu(cpu, sample, &state->node)) {
+		lines_cpu_failed(cpu, state, libc_monotonic_ns());
+		return false;
+	}
+	return true;
+}
+
+/* Ends the visit to cpu begun at start_ns; false when the CPU was not
+ * free: a reader moved the thread away, or it waited more than
+ * PLACEMENT_VISIT_MAX_NS. Rounds then skip the CPU for a while (its line is
+ * withdrawn: lines_withdraw_unsampled), so that a CPU a real-time thread
+ * owns costs one bounded wait now and then, not one each round. */
+static bool round_visit_end(uint32_t cpu, uint64_t start_ns)
+{
+	struct lines_cpu *c = &lines_cpus[cpu];
+	bool rescued = placement_visit_close();
+	uint64_t now = libc_monotonic_ns();
+
+	if (!rescued && now - start_ns <= PLACEMENT_VISIT_MAX_NS) {
+		c->unreachable_backoff_ns = 0;
+		return true;
+	}
+	c->unreachable_backoff_ns = c->unreachable_backoff_ns == 0 ? ROUND_UNREACHABLE_FIRST_NS
+				    : c->unreachable_backoff_ns >= ROUND_UNREACHABLE_LAST_NS
+					? ROUND_UNREACHABLE_LAST_NS
+					: 2 * c->unreachable_backoff_ns;
+	c->unreachable_until_ns = now + c->unreachable_backoff_ns;
+	debug_log("cpu %u: the thread %s after %.1f ms there; skipping it for %.0f s", cpu,
+		  rescued ? "was stuck and moved back by a reader" : "ran only",
+		  (double)(now - start_ns) / 1e6, (double)c->unreachable_backoff_ns / 1e9);
+	return false;
+}
+
+/* Whether this round skips cpu: it was not free lately. The CPU the thread
+ * is on is never skipped: it is running there. */
+static bool round_visit_skipped(uint32_t cpu, uint64_t now)
+{
+	return lines_cpus[cpu].unreachable_until_ns > now && (unsigned)sched_getcpu() != cpu;
+}
+
+/* Leaves out of this round's lines the samples a later visit made old (it
+ * waited to run on its CPU): a line drawn through one would be off by the
+ * kernel's rate change times that wait. Their lines are withdrawn, and the
+ * next round, which skips the CPU that was not free, samples them again. */
+static void round_forget_old_samples(unsigned long *sampled)
+{
+	uint64_t now = libc_monotonic_ns();
+
+	for (uint32_t cpu = cpu_mask_next(sampled, PLACEMENT_MASK_WORDS, 0); cpu < CPU_MAX_CPUS;
+	     cpu = cpu_mask_next(sampled, PLACEMENT_MASK_WORDS, cpu + 1))
+		if (now - round_samples[cpu].ns > PLACEMENT_VISIT_MAX_NS)
+			cpu_mask_clear(sampled, cpu);
+}
+
+/* Learns the rate before c's line restarts at sample: the round's rate
+ * (round_mult, learned on the CPUs whose lines answered until now), the
+ * kernel's clock being one for every CPU; else the rate from c's last
+ * sample to sample, where the pair says it (calib_slope_estimate). Not
+ * c's own first where another is fresher: c's last sample may be seconds
+ * old (its CPU was skipped, or its line lapsed), and a rate learned across
+ * a slew's start or end is neither, parting from the kernel's clock at
+ * the difference as soon as the line restarts. */
+static bool round_relearn_rate(struct lines_cpu *c, const struct calib_sample *sample,
+			       uint64_t round_mult)
+{
+	uint64_t mult = round_mult, uncertainty;
+
+	if (mult == 0 && !calib_slope_estimate(&c->calib, sample, &mult, &uncertainty))
+		return false;
+	c->calib.slope_mult = mult;
+	return true;
+}
+
+/* Moves cpu's line on to its sample, drawn with the machine's slope, from
+ * where its readers are now; or, after a discontinuity the watch saw, steps
+ * it onto the sample. */
+static bool round_update_one(uint32_t cpu, const struct calib_sample *sample,
+			     uint64_t next_interval_ns, uint64_t shared_mult, bool restart)
+{
+	struct lines_cpu *state = &lines_cpus[cpu];
+	bool relearned = false;
+
+	state->previous_slope_mult = state->calib.slope_mult;
+	/* A line its readers left (they answer with libc, the kernel's own
+	 * clock) starts again on the sample, where they are, at the rate
+	 * measured since its last sample: lines that lapse round after round
+	 * would otherwise keep a rate the kernel's clock left long ago. */
+	if (!restart && state->withdrawn && state->calib.line.mult != 0)
+		relearned = round_relearn_rate(state, sample, shared_mult);
+	if (restart || (state->withdrawn && state->calib.line.mult != 0))
+		state->last_outcome = calib_cpu_restart(&state->calib, sample);
+	else
+		state->last_outcome =
+		    calib_cpu_update_at(&state->calib, sample, next_interval_ns, shared_mult,
+					cpu_read_stamp(verdict.sample_reading).tsc);
+	/* What the watch compares its next look with: the kernel's clock
+	 * minus the line now drawn, at the sample (a line restarted there is
+	 * on it, whatever the old one's error). */
+	state->look_error_ns =
+	    state->calib.line.mult != 0 && state->last_outcome != CALIB_REJECTED
+		? (int64_t)(sample->ns - calib_line_eval(state->calib.line, sample->tsc))
+		: state->calib.last_error_ns;
+	state->look_mono_ns = sample->ns;
+	state->last_sample_mono_ns = sample->ns;
+	state->last_width_ns = sample->width_ns;
+	if (state->last_outcome == CALIB_REJECTED) {
+		lines_cpu_failed(cpu, state, libc_monotonic_ns());
+		debug_log("cpu %u: sample rejected (sandwich %llu ns)", cpu,
+			  (unsigned long long)sample->width_ns);
+		return false;
+	}
+	state->failing_since_ns = 0;
+	state->dropped = false;
+	lines_note_rate(state, sample->ns, relearned);
+	if (state->calib.line.mult != 0) {
+		state->withdrawn = false;
+		table_publish(cpu, state->calib.line);
+	}
+	if (state->last_outcome != CALIB_NEED_MORE)
+		debug_log("cpu %u: %s, %.6f ns/tick, error %+lld ns, sandwich %llu ns", cpu,
+			  round_outcome_name(state->last_outcome),
+			  (double)state->calib.line.mult / 18446744073709551616.0,
+			  (long long)state->calib.last_error_ns,
+			  (unsigned long long)sample->width_ns);
+	return true;
+}
+
+/* Whether a CPU's last round counts toward the clocksource's probation. */
+static bool round_cpu_steady(const struct lines_cpu *c)
+{
+	return c->last_outcome == CALIB_CONTINUED &&
+	       evidence_cpu_steady(c->calib.last_error_ns, c->last_width_ns, c->previous_slope_mult,
+				   c->calib.slope_mult);
+}
+
+struct round_result round_run(uint64_t scheduled_ns, bool restart)
+{
+	uint64_t next_interval_ns = scheduled_ns;
+	unsigned long visit[PLACEMENT_MASK_WORDS], home[PLACEMENT_MASK_WORDS];
+	unsigned long usable_cpus[PLACEMENT_MASK_WORDS];
+	unsigned long sampled[PLACEMENT_MASK_WORDS], renewed[PLACEMENT_MASK_WORDS];
+	struct calib_sample narrowest = { .width_ns = UINT64_MAX };
+	uint64_t mult = 0, shared_mult = 0, best_uncertainty = UINT64_MAX;
+	uint64_t round_start_ns = libc_monotonic_ns();
+	unsigned with_line = 0, usable = 0;
+	bool steady = true, relaunched;
+
+	__atomic_store_n(&round_in_progress, true, __ATOMIC_RELAXED);
+	realtime_renew_offset();
+	placement_round_begin(visit, home);
+	lines_leave_others(visit);
+	memset(usable_cpus, 0, sizeof usable_cpus);
+	memset(sampled, 0, sizeof sampled);
+	memset(renewed, 0, sizeof renewed);
+	/* First every CPU's sample, then the machine's slope from the least
+	 * uncertain of them, then every line drawn with it and aimed, within
+	 * its own sandwich, at the round's narrowest sandwich (calib.h). */
+	for (uint32_t cpu = cpu_mask_next(visit, PLACEMENT_MASK_WORDS, 0); cpu < CPU_MAX_CPUS;
+	     cpu = cpu_mask_next(visit, PLACEMENT_MASK_WORDS, cpu + 1)) {
+		struct lines_cpu *c = &lines_cpus[cpu];
+		uint64_t estimate, uncertainty, visit_start;
+		bool taken = false;
+
+		/* A CPU that was not free lately is left to its validity. */
+		if (round_visit_skipped(cpu, round_start_ns)) {
+			usable++;
+			continue;
+		}
+		visit_start = libc_monotonic_ns();
+		placement_visit_begin(cpu);
+		/* Outside this process's cpuset the kernel refuses the pin:
+		 * no thread of the process can run there either. Moved by
+		 * someone else meanwhile: the mask stays as they set it. */
+		if (!placement_pin(cpu)) {
+			round_visit_end(cpu, visit_start);
+			if (placement_moved())
+				break;
+			lines_cpu_leaves(cpu);
+			continue;
+		}
+		c->allowed = true;
+		cpu_mask_set(usable_cpus, cpu);
+		usable++;
+		taken = round_sample_one(cpu, &round_samples[cpu]);
+		if (!round_visit_end(cpu, visit_start) || !taken)
+			continue;
+		cpu_mask_set(sampled, cpu);
+		if (round_samples[cpu].width_ns < narrowest.width_ns)
+			narrowest = round_samples[cpu];
+		/* Only from lines that answered until now: a line withdrawn
+		 * meanwhile learns from the others (round_relearn_rate). */
+		if (!c->withdrawn &&
+		    calib_slope_estimate(&c->calib, &round_samples[cpu], &estimate, &uncertainty) &&
+		    uncertainty < best_uncertainty) {
+			best_uncertainty = uncertainty;
+			shared_mult = estimate;
+		}
+	}
+	round_forget_old_samples(sampled);
+	/* Each sample aimed, and the next round as soon as any CPU's line
+	 * needs it (calib_next_interval_ns): every CPU pays its error back over
+	 * the same span. */
+	for (uint32_t cpu = cpu_mask_next(sampled, PLACEMENT_MASK_WORDS, 0); cpu < CPU_MAX_CPUS;
+	     cpu = cpu_mask_next(sampled, PLACEMENT_MASK_WORDS, cpu + 1)) {
+		uint64_t wanted;
+
+		round_samples[cpu] =
+		    calib_sample_toward(round_samples[cpu], narrowest, shared_mult);
+		wanted = restart ? CALIB_MIN_INTERVAL_NS
+				 : calib_next_interval_ns(&lines_cpus[cpu].calib,
+							  &round_samples[cpu], scheduled_ns);
+		if (wanted < next_interval_ns)
+			next_interval_ns = wanted;
+	}
+	relaunched = lines_relaunch_if_lapsed();
+	lines_shorten_validity(shared_mult);
+	for (uint32_t cpu = cpu_mask_next(sampled, PLACEMENT_MASK_WORDS, 0); cpu < CPU_MAX_CPUS;
+	     cpu = cpu_mask_next(sampled, PLACEMENT_MASK_WORDS, cpu + 1))
+		if (round_update_one(cpu, &round_samples[cpu], next_interval_ns, shared_mult,
+				     restart))
+			cpu_mask_set(renewed, cpu);
+	lines_withdraw_unsampled(renewed);
+	if (restart)
+		debug_log("the counter and the kernel's clock parted between rounds (a suspend, a "
+			  "paused VM): lines restarted at their samples");
+	for (uint32_t cpu = cpu_mask_next(usable_cpus, PLACEMENT_MASK_WORDS, 0); cpu < CPU_MAX_CPUS;
+	     cpu = cpu_mask_next(usable_cpus, PLACEMENT_MASK_WORDS, cpu + 1)) {
+		struct lines_cpu *c = &lines_cpus[cpu];
+
+		if (lines_cpu_answers(c)) {
+			with_line++;
+			mult = c->calib.slope_mult;
+			steady = steady && round_cpu_steady(c);
+		}
+	}
+	placement_round_end(home, usable_cpus, usable > 0);
+	/* Readers trust the lines for as long as they stay within the budget
+	 * of the kernel's clock (watch.h), and the watch looks before then;
+	 * after that (a stopped or starved thread, a suspend) they answer with
+	 * libc. From now, not from the round's start: each line's window
+	 * counts from its own sample. */
+	if (with_line > 0) {
+		uint64_t tsc = cpu_rdtsc(), now = libc_monotonic_ns();
+
+		lines_trust(tsc, mult, lines_window(tsc, now, NULL, 0), restart || relaunched);
+	}
+	lines_set_published(with_line);
+	__atomic_store_n(&round_in_progress, false, __ATOMIC_RELAXED);
+	return (struct round_result){ .with_line = with_line,
+				      .usable = usable,
+				      .steady = with_line > 0 && steady,
+				      .narrowest_ns = narrowest.width_ns,
+				      .next_interval_ns = next_interval_ns };
+}
+
+/* The scheduled deadline, or sooner when a CPU without a line can have its
+ * first one sooner: with sandwiches a microsecond wide (a kernel clock that
+ * is a system call) the fixed schedule would give the first line only in
+ * its fifth round, 850 ms in; this gives it about 300 ms in. */
+uint64_t round_next_deadline(uint64_t scheduled_ns)
+{
+	uint64_t deadline = scheduled_ns;
+
+	for (uint32_t cpu = 0; cpu < CPU_MAX_CPUS; cpu++) {
+		const struct lines_cpu *c = &lines_cpus[cpu];
+		uint64_t due;
+
+		if (!c->allowed || c->dropped)
+			continue;
+		due = calib_first_line_due_ns(&c->calib);
+		if (due == 0)
+			continue;
+		/* A tenth more, as the next sandwich may be a little wider. */
+		due += (due - c->calib.anchor.ns) / 10;
+		if (due < deadline)
+			deadline = due;
+	}
+	return deadline;
+}

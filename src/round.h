@@ -1,0 +1,59 @@
+/* One calibration round: the refresh thread pins itself in turn to every
+ * CPU a thread of the program runs on (placement.h), takes sandwiches of
+ * the kernel's CLOCK_MONOTONIC around a counter read taken the way this CPU
+ * allows, hands the narrowest to the calibration arithmetic (calib.h: this
+ * file is its only driver), and publishes the lines that come out. */
+#ifndef FASTTIME_ROUND_H
+#define FASTTIME_ROUND_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "calib.h"
+#include "cpu.h"
+
+/* Sandwiches taken per CPU per round; the narrowest is kept. */
+#define ROUND_SANDWICHES 15u
+/* The first intervals are short, so that the fast path starts soon, and grow
+ * by CALIB_INTERVAL_GROWTH until they reach the configured one; the first is
+ * the shortest a calibration allows. */
+#define ROUND_FIRST_INTERVAL_NS CALIB_MIN_INTERVAL_NS
+/* How long rounds skip a CPU after its first slow visit (a real-time
+ * thread owns it); doubled at each one after, up to the last. */
+#define ROUND_UNREACHABLE_FIRST_NS 1000000000ull
+#define ROUND_UNREACHABLE_LAST_NS  16000000000ull
+
+/* What a round found. */
+struct round_result {
+	unsigned with_line; /* CPUs whose line answers readers */
+	/* CPUs the round could pin to, or left to their validity (skipped) */
+	unsigned usable;
+	/* Every answering line continued within the clocksource's probation
+	 * bounds (evidence_cpu_steady); false when none answers. */
+	bool steady;
+	uint64_t narrowest_ns;	   /* the narrowest sandwich; UINT64_MAX: none */
+	uint64_t next_interval_ns; /* the next round is due this long after this one began */
+};
+
+/* One pass over the CPUs a thread of the program runs on (the tools:
+ * every online CPU), in the calling thread. The next round is due
+ * scheduled_ns after it, or sooner where a line is paying back an error
+ * (calib_next_interval_ns). restart: the counter and the kernel's clock
+ * parted since the last (a look saw it): every line starts over at its
+ * sample. */
+struct round_result round_run(uint64_t scheduled_ns, bool restart);
+/* One sandwich of the counter between two reads of the kernel's clock, on
+ * whichever CPU the caller is (in *stamp); false when the kernel's clock
+ * ran back between. */
+bool round_sandwich(struct calib_sample *sample, struct cpu_stamp *stamp);
+/* The interval after round number round (0-based). */
+uint64_t round_interval_after(unsigned round, uint64_t configured_ns);
+/* When the next round is due: scheduled_ns, or sooner when a CPU without a
+ * line can have its first one sooner (its anchor's sandwich over the
+ * baseline the first-line rule needs, plus a tenth). */
+uint64_t round_next_deadline(uint64_t scheduled_ns);
+/* In a fork child: a round the fork cut short may have left a CPU's state
+ * half-written; the calibration starts over rather than trust it. */
+void round_after_fork(void);
+
+#endif

@@ -1,0 +1,45 @@
+/* Whether the lines may answer on this machine: the processor (CPUID), the
+ * kernel's clocksource as read before main(), how readers and sandwiches
+ * read the counter, and the clocksource's probation, judged round after
+ * round (evidence.h holds the rules). */
+#ifndef FASTTIME_VERDICT_H
+#define FASTTIME_VERDICT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "cpu.h"
+#include "round.h"
+
+struct verdict {
+	struct cpu_facts facts;	    /* as last probed */
+	struct cpu_reading reading; /* how readers read the counter and CPU id */
+	/* How the sandwiches read it: ordered wherever the CPU allows it,
+	 * whatever the readers' mode. */
+	struct cpu_reading sample_reading;
+	uint32_t mode_flags;	/* CLOCK_READ_BITS for readers (clock.h) */
+	const char *unusable;	/* why the fast path cannot run; NULL if it can */
+	unsigned steady_rounds; /* in a row, for the clocksource's probation */
+	bool trusted;		/* the lines may answer (evidence.h) */
+};
+/* The verdict on this machine, for the engine and for --info. */
+extern struct verdict verdict;
+
+/* Reads the kernel's clocksource, for the refresh thread to judge when it
+ * starts: called by the constructor, before main(), as the one file the
+ * library opens. While the program runs, a descriptor of ours could take
+ * the number the program expects from its next open, or be closed under
+ * it by a program that closes what it does not know. errno is kept. */
+void verdict_read_kernel(void);
+/* The same for the tools, which may read files whenever they like, with
+ * everything the kernel says of the counter. */
+void verdict_probe_kernel_now(void);
+/* Judges the processor and the kernel, and chooses the readings (relaxed:
+ * the readers' mode); returns why the fast path cannot run, or NULL.
+ * CPUID, and the kernel's facts as read before: no file. */
+const char *verdict_prepare(bool relaxed);
+/* After a round: the kernel's clock as its sandwiches saw it, and the
+ * clocksource's probation; returns whether the lines are trusted. */
+bool verdict_after_round(const struct round_result *result);
+
+#endif
