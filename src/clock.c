@@ -151,7 +151,21 @@ bool clock_careful_monotonic(uint32_t flags, struct timespec *ts)
 	uint64_t rest;
 	int64_t sec;
 
-	if (!clock_careful_read_split(flags, &clock_thread.mono_second, 0, &sec, &rest))
+	if (!clock_careful_read_split(flags, &clock_thread.seconds[CLOCK_OFFSET_NONE], 0, &sec,
+				      &rest))
+		return false;
+	ts->tv_sec = (time_t)sec;
+	ts->tv_nsec = (long)rest;
+	return true;
+}
+
+bool clock_careful_offset_clock(uint32_t flags, enum clock_offset_kind kind, struct timespec *ts)
+{
+	uint64_t rest;
+	int64_t sec;
+
+	if (!clock_careful_read_split(flags, &clock_thread.seconds[kind], clock_offset(kind), &sec,
+				      &rest))
 		return false;
 	ts->tv_sec = (time_t)sec;
 	ts->tv_nsec = (long)rest;
@@ -160,15 +174,7 @@ bool clock_careful_monotonic(uint32_t flags, struct timespec *ts)
 
 bool clock_careful_realtime(uint32_t flags, struct timespec *ts)
 {
-	uint64_t rest;
-	int64_t sec;
-
-	if (!clock_careful_read_split(flags, &clock_thread.real_second, clock_realtime_offset(),
-				      &sec, &rest))
-		return false;
-	ts->tv_sec = (time_t)sec;
-	ts->tv_nsec = (long)rest;
-	return true;
+	return clock_careful_offset_clock(flags, CLOCK_OFFSET_REALTIME, ts);
 }
 
 bool clock_careful_timeval(uint32_t flags, struct timeval *tv)
@@ -176,8 +182,8 @@ bool clock_careful_timeval(uint32_t flags, struct timeval *tv)
 	uint64_t rest;
 	int64_t sec;
 
-	if (!clock_careful_read_split(flags, &clock_thread.real_second, clock_realtime_offset(),
-				      &sec, &rest))
+	if (!clock_careful_read_split(flags, &clock_thread.seconds[CLOCK_OFFSET_REALTIME],
+				      clock_realtime_offset(), &sec, &rest))
 		return false;
 	tv->tv_sec = (time_t)sec;
 	tv->tv_usec = (suseconds_t)(rest / 1000u);
@@ -189,8 +195,8 @@ bool clock_careful_seconds(uint32_t flags, time_t *sec_out)
 	uint64_t rest;
 	int64_t sec;
 
-	if (!clock_careful_read_split(flags, &clock_thread.real_second, clock_realtime_offset(),
-				      &sec, &rest))
+	if (!clock_careful_read_split(flags, &clock_thread.seconds[CLOCK_OFFSET_REALTIME],
+				      clock_realtime_offset(), &sec, &rest))
 		return false;
 	*sec_out = (time_t)sec;
 	return true;

@@ -15,40 +15,12 @@
 #include <time.h>
 
 #include "calib.h"
+#include "clock_table.h"
 #include "cpu.h"
 #include "table.h"
 #include "timespec_ns.h"
 
 #define CLOCK_NS_PER_SEC TIMESPEC_NS_PER_SEC
-
-/* api_flags bits: which entry points answer from the TSC, and how. */
-enum clock_api {
-	/* Bit n is clock id n, so the entry point tests (flags >> id) & 1. */
-	CLOCK_API_REALTIME = 1u << CLOCK_REALTIME,   /* clock_gettime(CLOCK_REALTIME) */
-	CLOCK_API_MONOTONIC = 1u << CLOCK_MONOTONIC, /* clock_gettime(CLOCK_MONOTONIC) */
-	CLOCK_API_GETTIMEOFDAY = 1u << 2,
-	CLOCK_API_TIME = 1u << 3,
-	CLOCK_API_TIMESPEC_GET = 1u << 4,
-	CLOCK_API_ALL = 0x1fu,
-	/* How the counter and the CPU id are read (cpu.h's cpu_reading):
-	 * none of these bits is rdtscp with TSC_AUX. */
-	CLOCK_MODE_RELAXED = 1u << 8, /* rdtsc, CPU id from rseq */
-	/* The refresh thread is due to start: until it has, calls that pass
-	 * through to libc make the start check on the way. Kept here so that
-	 * a pass-through tests one word it has loaded anyway. */
-	CLOCK_START_PENDING = 1u << 9,
-	CLOCK_READ_LFENCE = 1u << 10, /* ordered: lfence; rdtsc, CPU id from rseq */
-	/* No rseq: the CPU id comes from getcpu, a call, so only the careful
-	 * read answers; with CLOCK_READ_LFENCE the counter is fenced. */
-	CLOCK_CPU_GETCPU = 1u << 11,
-	/* An entry point that answered from the TSC no longer does (the
-	 * kernel dropped the TSC, the lines lost the clocksource's trust):
-	 * libc's answers pass through the thread's clamp, which they would
-	 * skip if left to libc from the start, since a thread's last answer
-	 * from the TSC may be a little ahead of the kernel's clock. */
-	CLOCK_LIBC_CLAMPED = 1u << 12,
-	CLOCK_READ_BITS = CLOCK_MODE_RELAXED | CLOCK_READ_LFENCE | CLOCK_CPU_GETCPU,
-};
 
 /* The CLOCK_READ_BITS that stand for a reading. */
 static inline uint32_t clock_flags_for_reading(struct cpu_reading reading)
@@ -73,8 +45,8 @@ struct clock_second {
 struct clock_thread_state {
 	uint64_t last_mono_ns; /* the monotonic clamp */
 	uint32_t last_cpu;     /* whose line to load before the TSC read */
-	struct clock_second mono_second;
-	struct clock_second real_second;
+	/* The second each clock last answered in, by its offset kind. */
+	struct clock_second seconds[CLOCK_OFFSET_COUNT];
 };
 
 extern __thread struct clock_thread_state clock_thread
@@ -208,9 +180,15 @@ CLOCK_FAST bool clock_fast_mono_ns(uint32_t flags, uint64_t *ns_out)
 	return clock_fast_ordered_ns(ns_out);
 }
 
+/* The offset a clock adds to the monotonic lines (clock_table.h). */
+static inline uint64_t clock_offset(enum clock_offset_kind kind)
+{
+	return __atomic_load_n(&table_shared.offset_ns[kind], __ATOMIC_RELAXED);
+}
+
 static inline uint64_t clock_realtime_offset(void)
 {
-	return __atomic_load_n(&table_shared.realtime_offset_ns, __ATOMIC_RELAXED);
+	return clock_offset(CLOCK_OFFSET_REALTIME);
 }
 
 /* Seconds and the rest from this thread's cached second; false in a new
@@ -239,14 +217,29 @@ CLOCK_FAST bool clock_fast_read_split(uint32_t flags, const struct clock_second 
 	       clock_fast_split(second, ns + added_ns, sec, rest_ns);
 }
 
-/* The fast answers; false means "ask the careful read". The realtime
- * offset is loaded before the counter is read, off the chain after it. */
+/* The fast answers; false means "ask the careful read". The offset is
+ * loaded before the counter is read, off the chain after it. */
 CLOCK_FAST bool clock_fast_monotonic(uint32_t flags, struct timespec *ts)
 {
 	uint64_t rest;
 	int64_t sec;
 
-	if (!clock_fast_read_split(flags, &clock_thread.mono_second, 0, &sec, &rest))
+	if (!clock_fast_read_split(flags, &clock_thread.seconds[CLOCK_OFFSET_NONE], 0, &sec, &rest))
+		return false;
+	ts->tv_sec = (time_t)sec;
+	ts->tv_nsec = (long)rest;
+	return true;
+}
+
+/* Any clock of the table that is the monotonic lines plus an offset. */
+CLOCK_FAST bool clock_fast_offset_clock(uint32_t flags, enum clock_offset_kind kind,
+					struct timespec *ts)
+{
+	uint64_t rest;
+	int64_t sec;
+
+	if (!clock_fast_read_split(flags, &clock_thread.seconds[kind], clock_offset(kind), &sec,
+				   &rest))
 		return false;
 	ts->tv_sec = (time_t)sec;
 	ts->tv_nsec = (long)rest;
@@ -255,15 +248,7 @@ CLOCK_FAST bool clock_fast_monotonic(uint32_t flags, struct timespec *ts)
 
 CLOCK_FAST bool clock_fast_realtime(uint32_t flags, struct timespec *ts)
 {
-	uint64_t rest;
-	int64_t sec;
-
-	if (!clock_fast_read_split(flags, &clock_thread.real_second, clock_realtime_offset(), &sec,
-				   &rest))
-		return false;
-	ts->tv_sec = (time_t)sec;
-	ts->tv_nsec = (long)rest;
-	return true;
+	return clock_fast_offset_clock(flags, CLOCK_OFFSET_REALTIME, ts);
 }
 
 CLOCK_FAST bool clock_fast_timeval(uint32_t flags, struct timeval *tv)
@@ -271,8 +256,8 @@ CLOCK_FAST bool clock_fast_timeval(uint32_t flags, struct timeval *tv)
 	uint64_t rest;
 	int64_t sec;
 
-	if (!clock_fast_read_split(flags, &clock_thread.real_second, clock_realtime_offset(), &sec,
-				   &rest))
+	if (!clock_fast_read_split(flags, &clock_thread.seconds[CLOCK_OFFSET_REALTIME],
+				   clock_realtime_offset(), &sec, &rest))
 		return false;
 	tv->tv_sec = (time_t)sec;
 	tv->tv_usec = (suseconds_t)(rest / 1000u);
@@ -284,8 +269,8 @@ CLOCK_FAST bool clock_fast_seconds(uint32_t flags, time_t *sec_out)
 	uint64_t rest;
 	int64_t sec;
 
-	if (!clock_fast_read_split(flags, &clock_thread.real_second, clock_realtime_offset(), &sec,
-				   &rest))
+	if (!clock_fast_read_split(flags, &clock_thread.seconds[CLOCK_OFFSET_REALTIME],
+				   clock_realtime_offset(), &sec, &rest))
 		return false;
 	*sec_out = (time_t)sec;
 	return true;
@@ -296,6 +281,7 @@ CLOCK_FAST bool clock_fast_seconds(uint32_t flags, time_t *sec_out)
  * or this CPU has no line, and then the caller asks libc. */
 bool clock_careful_monotonic(uint32_t flags, struct timespec *ts);
 bool clock_careful_realtime(uint32_t flags, struct timespec *ts);
+bool clock_careful_offset_clock(uint32_t flags, enum clock_offset_kind kind, struct timespec *ts);
 bool clock_careful_timeval(uint32_t flags, struct timeval *tv);
 bool clock_careful_seconds(uint32_t flags, time_t *sec);
 /* Seconds and the rest for any ns, refilling the cached second. */
@@ -310,6 +296,13 @@ static inline bool clock_answer_monotonic(uint32_t flags, struct timespec *ts)
 static inline bool clock_answer_realtime(uint32_t flags, struct timespec *ts)
 {
 	return clock_fast_realtime(flags, ts) || clock_careful_realtime(flags, ts);
+}
+
+static inline bool clock_answer_offset_clock(uint32_t flags, enum clock_offset_kind kind,
+					     struct timespec *ts)
+{
+	return clock_fast_offset_clock(flags, kind, ts) ||
+	       clock_careful_offset_clock(flags, kind, ts);
 }
 
 static inline bool clock_answer_timeval(uint32_t flags, struct timeval *tv)

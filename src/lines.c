@@ -8,8 +8,8 @@
 
 #include "debug.h"
 #include "libc.h"
+#include "offsets.h"
 #include "placement.h"
-#include "realtime.h"
 #include "table.h"
 #include "watch.h"
 
@@ -295,7 +295,7 @@ void lines_leave_others(const unsigned long *visit)
 }
 
 /* Trusts the lines for the watch's window from tsc on, after publishing a
- * moved realtime offset. In this order, at every renewal: while the lines
+ * moved offset (offsets.h). In this order, at every renewal: while the lines
  * were stale their readers answered with libc, and a step of the clock
  * they saw there must not be taken back by lines that come back with the
  * old offset (a round or the per-API measurement lasts long enough on a
@@ -304,8 +304,7 @@ void lines_trust(uint64_t tsc, uint64_t mult, uint64_t window_ns, bool restarted
 {
 	uint64_t valid_from, valid_ticks;
 
-	if (realtime_offset_known())
-		realtime_renew_offset();
+	offsets_renew(true);
 	/* Lines that went stale meanwhile (the thread was preempted) are not
 	 * brought back as they are: their readers answered with libc, and a
 	 * line behind the kernel's clock would hold them by their clamp for

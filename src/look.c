@@ -6,7 +6,7 @@
 #include "calib.h"
 #include "debug.h"
 #include "lines.h"
-#include "realtime.h"
+#include "offsets.h"
 #include "round.h"
 #include "watch.h"
 
@@ -110,8 +110,7 @@ enum look_verdict look_once(void)
 	int64_t error;
 
 	if (!look_sample(&sample, &cpu)) {
-		if (realtime_offset_known())
-			realtime_renew_offset();
+		offsets_renew(true);
 		return lines_published() > 0 ? LOOK_ROUND_DUE : LOOK_RENEWED;
 	}
 	line = lines_cpus[cpu].calib.line;

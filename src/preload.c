@@ -15,8 +15,9 @@
 #include "cpu.h"
 #include "debug.h"
 #include "libc.h"
+#include "offsets.h"
 #include "placement.h"
-#include "realtime.h"
+#include "preload_clamp.h"
 #include "refresh.h"
 #include "sandbox.h"
 #include "settings.h"
@@ -24,14 +25,6 @@
 #include "watch.h"
 
 #define PRELOAD_EXPORT __attribute__((visibility("default")))
-
-/* A realtime answer from libc earlier than this thread's last one by less
- * than this is held at the last one; by more, the clock was set back, and
- * libc's answer stands. */
-#define PRELOAD_CLAMP_MAX_NS 1000000u
-/* How far past a second's start time()'s coarse clock may still name the
- * second before: a tick at the slowest HZ the kernel offers (100), with room. */
-#define PRELOAD_COARSE_LAG_MAX_NS 20000000u
 
 /* Keeps a pointer test that glibc's nonnull declarations would let the
  * compiler delete: a NULL pointer goes to libc, which decides what to do. */
@@ -82,81 +75,6 @@ __attribute__((constructor)) static void preload_init(void)
 	refresh_configure(&settings);
 }
 
-/* libc's monotonic answer, raised to what this thread was last given: it
- * may have had fast readings, and a line may run a few nanoseconds ahead of
- * the kernel's clock. */
-static void preload_clamp_monotonic(struct timespec *ts)
-{
-	uint64_t ns = timespec_to_ns(ts);
-	uint64_t last = clock_thread.last_mono_ns;
-
-	if (ns < last) {
-		*ts = timespec_from_ns(last);
-	} else {
-		clock_thread.last_mono_ns = ns;
-	}
-}
-
-/* The earliest CLOCK_REALTIME answer this thread may be given now: its
- * clamped monotonic reading plus the current offset; false before its first
- * answer from the TSC. */
-static bool preload_realtime_floor(uint64_t *floor_ns)
-{
-	uint64_t last = clock_thread.last_mono_ns;
-
-	if (last == 0)
-		return false;
-	*floor_ns = last + clock_realtime_offset();
-	return true;
-}
-
-/* Whether libc's CLOCK_REALTIME answer ns must be raised to *floor_ns: it is
- * earlier than what the TSC gave this thread last, by less than a
- * millisecond (by more, the clock was set back, and libc's answer stands,
- * as it would without fasttime). */
-static bool preload_realtime_below_floor(uint64_t ns, uint64_t *floor_ns)
-{
-	return preload_realtime_floor(floor_ns) && ns < *floor_ns &&
-	       *floor_ns - ns < PRELOAD_CLAMP_MAX_NS;
-}
-
-/* The clamp, for clock_gettime's and timespec_get's answer. */
-static void preload_clamp_realtime(struct timespec *ts)
-{
-	uint64_t floor;
-
-	if (preload_realtime_below_floor(timespec_to_ns(ts), &floor))
-		*ts = timespec_from_ns(floor);
-}
-
-/* The clamp, for gettimeofday's microseconds. */
-static void preload_clamp_timeval(struct timeval *tv)
-{
-	uint64_t floor;
-
-	if (preload_realtime_below_floor(
-		(uint64_t)tv->tv_sec * CLOCK_NS_PER_SEC + (uint64_t)tv->tv_usec * 1000u, &floor)) {
-		tv->tv_sec = (time_t)(floor / CLOCK_NS_PER_SEC);
-		tv->tv_usec = (suseconds_t)(floor % CLOCK_NS_PER_SEC / 1000u);
-	}
-}
-
-/* The same for time()'s seconds. libc answers time() from the kernel's
- * coarse clock, which lags the precise one by up to a tick: just after a
- * second begins it still names the one before, which this thread may
- * already have been given. */
-static time_t preload_clamp_seconds(time_t sec)
-{
-	uint64_t floor, next_second;
-
-	if (sec < 0 || !preload_realtime_floor(&floor))
-		return sec;
-	next_second = ((uint64_t)sec + 1) * CLOCK_NS_PER_SEC;
-	if (floor >= next_second && floor - next_second < PRELOAD_COARSE_LAG_MAX_NS)
-		return (time_t)(floor / CLOCK_NS_PER_SEC);
-	return sec;
-}
-
 /* What every slow path does first. It starts the refresh thread if one is
  * due: in a fork child, whose inherited lines keep the fast read answering
  * until they go stale, the careful read's first visit starts the child's
@@ -186,10 +104,11 @@ static bool preload_lines_stale(void)
 	return cpu_rdtsc() - valid_from > valid_ticks;
 }
 
-/* A realtime call that libc has just answered because the lines went
- * stale (stale_before: they were, just before libc's call): if the clock
- * was set since the refresh thread last looked, the new offset is
- * published here, before the caller sees libc's answer. The refresh
+/* A call of a clock with an offset (kind: CLOCK_REALTIME's for
+ * gettimeofday, time and timespec_get) that libc has just answered because
+ * the lines went stale (stale_before: they were, just before libc's call):
+ * if the clock was set since the refresh thread last looked, the new
+ * offset is published here, before the caller sees libc's answer. The refresh
  * thread, preempted between its look and its renewal of the lines, could
  * otherwise bring them back with the old offset, and take back a step the
  * caller has seen; that renewal may even come while libc answers, so
@@ -197,27 +116,32 @@ static bool preload_lines_stale(void)
  * that any step the answer shows is in the sandwiches. Only while the
  * refresh thread runs and the lines are stale: up to nine more libc
  * calls, and a shared write only for a step. */
-static void preload_follow_realtime_step(bool stale_before)
+static void preload_follow_step(enum clock_offset_kind kind, bool stale_before)
 {
-	uint64_t published = clock_realtime_offset(), offset;
+	const struct clock_row *row = clock_table_row_for_offset(kind);
+	uint64_t published = clock_offset(kind), offset;
 	struct calib_offset_sample sample;
 	int saved_errno;
 	int64_t moved;
 
-	if (published == 0 ||
+	/* Only an offset the refresh thread has published: its clock's bit
+	 * says so. */
+	if (row == NULL || kind == CLOCK_OFFSET_NONE ||
+	    !(__atomic_load_n(&table_shared.api_flags, __ATOMIC_RELAXED) & row->entry_points) ||
 	    __atomic_load_n(&refresh_state, __ATOMIC_RELAXED) != REFRESH_RUNNING ||
 	    !(stale_before || preload_lines_stale()))
 		return;
 	/* The caller gets libc's errno, not this look's. */
 	saved_errno = errno;
 	for (unsigned i = 0; i < PRELOAD_STEP_SANDWICHES; i++) {
-		realtime_offset_samples(&sample, 1);
+		if (offsets_samples(row->id, &sample, 1) == 0)
+			break;
 		if (sample.mono_after < sample.mono_before ||
 		    sample.mono_after - sample.mono_before > WATCH_READER_SANDWICH_MAX_NS)
 			continue;
 		if (watch_realtime_judge(&sample, 1, published, WATCH_STEP_THRESHOLD_NS, &offset,
 					 &moved) == WATCH_REALTIME_SET)
-			table_swap_realtime_offset(published, offset);
+			table_swap_offset(kind, published, offset);
 		break;
 	}
 	errno = saved_errno;
@@ -253,30 +177,48 @@ static inline uint32_t preload_api_flags(void)
 /* Which entry point a slow path answers for, and so in which form: the
  * place the caller gave (a timespec, a timeval, or time()'s time_t, which
  * may be NULL) and the return value (0, TIME_UTC, or time()'s seconds).
- * clock_gettime's two are numbered as their clock ids, so that it passes
- * its id. */
+ * clock_gettime's are numbered as their clock ids, so that it passes its
+ * id; the others as their bits in api_flags (clock_table.h). */
 enum preload_entry {
 	PRELOAD_REALTIME = CLOCK_REALTIME,
 	PRELOAD_MONOTONIC = CLOCK_MONOTONIC,
-	PRELOAD_GETTIMEOFDAY,
+	PRELOAD_BOOTTIME = CLOCK_BOOTTIME,
+	PRELOAD_TAI = CLOCK_TAI,
+	PRELOAD_GETTIMEOFDAY = CLOCK_ID_BITS,
 	PRELOAD_TIME,
 	PRELOAD_TIMESPEC_GET,
 };
 
-_Static_assert(CLOCK_REALTIME == 0 && CLOCK_MONOTONIC == 1, "clock_gettime passes its id");
+_Static_assert(CLOCK_API_GETTIMEOFDAY == 1u << PRELOAD_GETTIMEOFDAY &&
+		   CLOCK_API_TIME == 1u << PRELOAD_TIME &&
+		   CLOCK_API_TIMESPEC_GET == 1u << PRELOAD_TIMESPEC_GET,
+	       "an entry's number is its bit's");
 /* One return type for all four: time()'s seconds, the others' int. */
 _Static_assert(sizeof(time_t) <= sizeof(long), "time()'s seconds fit a slow path's answer");
 
-/* The api_flags bit that says an entry point answers from the TSC. */
-/* clang-format off */
-static const uint32_t preload_entry_api[] = {
-	[PRELOAD_REALTIME] = CLOCK_API_REALTIME,
-	[PRELOAD_MONOTONIC] = CLOCK_API_MONOTONIC,
-	[PRELOAD_GETTIMEOFDAY] = CLOCK_API_GETTIMEOFDAY,
-	[PRELOAD_TIME] = CLOCK_API_TIME,
-	[PRELOAD_TIMESPEC_GET] = CLOCK_API_TIMESPEC_GET,
-};
-/* clang-format on */
+/* The api_flags bit that says an entry point answers from the TSC: for
+ * clock_gettime's clock ids and the others alike, bit number entry. */
+static inline uint32_t preload_entry_api(enum preload_entry entry)
+{
+	return 1u << entry;
+}
+
+/* Whether the entry is clock_gettime's (of a clock id in the table). */
+static inline bool preload_entry_is_clock(enum preload_entry entry)
+{
+	return (unsigned)entry < CLOCK_ID_BITS;
+}
+
+/* The offset the entry's clock adds to the monotonic lines. */
+static inline enum clock_offset_kind preload_entry_offset(enum preload_entry entry)
+{
+	switch (entry) {
+	case PRELOAD_MONOTONIC: return CLOCK_OFFSET_NONE;
+	case PRELOAD_BOOTTIME: return CLOCK_OFFSET_BOOTTIME;
+	case PRELOAD_TAI: return CLOCK_OFFSET_TAI;
+	default: return CLOCK_OFFSET_REALTIME;
+	}
+}
 
 /* What the caller gave libc beside the place of the answer. */
 union preload_libc_arg {
@@ -295,7 +237,6 @@ static bool preload_careful(enum preload_entry entry, uint32_t flags, void *out,
 	*rc = 0;
 	switch (entry) {
 	case PRELOAD_MONOTONIC: return clock_careful_monotonic(flags, out);
-	case PRELOAD_REALTIME: return clock_careful_realtime(flags, out);
 	case PRELOAD_GETTIMEOFDAY: return clock_careful_timeval(flags, out);
 	case PRELOAD_TIME:
 		if (!clock_careful_seconds(flags, &seconds))
@@ -303,8 +244,8 @@ static bool preload_careful(enum preload_entry entry, uint32_t flags, void *out,
 		*rc = seconds;
 		return true;
 	case PRELOAD_TIMESPEC_GET: *rc = TIME_UTC; return clock_careful_realtime(flags, out);
+	default: return clock_careful_offset_clock(flags, preload_entry_offset(entry), out);
 	}
-	__builtin_unreachable();
 }
 
 /* libc's answer: its return value, and the rest through out. time()'s
@@ -313,13 +254,11 @@ static bool preload_careful(enum preload_entry entry, uint32_t flags, void *out,
 static long preload_ask_libc(enum preload_entry entry, void *out, union preload_libc_arg arg)
 {
 	switch (entry) {
-	case PRELOAD_REALTIME:
-	case PRELOAD_MONOTONIC: return libc_clock_gettime((clockid_t)entry, out);
 	case PRELOAD_GETTIMEOFDAY: return libc_gettimeofday(out, arg.tz);
 	case PRELOAD_TIME: return libc_time_now(NULL);
 	case PRELOAD_TIMESPEC_GET: return libc_timespec_get(out, arg.base);
+	default: return libc_clock_gettime((clockid_t)entry, out);
 	}
-	__builtin_unreachable();
 }
 
 /* libc's answer rc, raised where it is a little earlier than what this
@@ -331,10 +270,6 @@ static long preload_clamp(enum preload_entry entry, void *out, long rc)
 		if (rc == 0)
 			preload_clamp_monotonic(out);
 		return rc;
-	case PRELOAD_REALTIME:
-		if (rc == 0)
-			preload_clamp_realtime(out);
-		return rc;
 	case PRELOAD_GETTIMEOFDAY:
 		if (rc == 0)
 			preload_clamp_timeval(out);
@@ -342,10 +277,13 @@ static long preload_clamp(enum preload_entry entry, void *out, long rc)
 	case PRELOAD_TIME: return preload_clamp_seconds((time_t)rc);
 	case PRELOAD_TIMESPEC_GET:
 		if (rc == TIME_UTC)
-			preload_clamp_realtime(out);
+			preload_clamp_offset_clock(CLOCK_OFFSET_REALTIME, out);
+		return rc;
+	default:
+		if (rc == 0)
+			preload_clamp_offset_clock(preload_entry_offset(entry), out);
 		return rc;
 	}
-	__builtin_unreachable();
 }
 
 /* The entry point's return value; time() stores its seconds through its
@@ -367,8 +305,8 @@ static inline union preload_libc_arg preload_fast_read_arg(enum preload_entry en
 }
 
 /* The slow path, for every entry point whose fast read gave up: the
- * careful read, and libc when that cannot answer either, with a realtime
- * step followed and the clamp applied. */
+ * careful read, and libc when that cannot answer either, with a step of
+ * the clock followed and the clamp applied. */
 static inline __attribute__((always_inline)) long preload_slow_path(enum preload_entry entry,
 								    void *out)
 {
@@ -385,7 +323,7 @@ static inline __attribute__((always_inline)) long preload_slow_path(enum preload
 		return preload_clamp(entry, out, preload_ask_libc(entry, out, PRELOAD_NO_ARG));
 	stale = preload_lines_stale();
 	rc = preload_ask_libc(entry, out, preload_fast_read_arg(entry));
-	preload_follow_realtime_step(stale);
+	preload_follow_step(preload_entry_offset(entry), stale);
 	return preload_give(entry, out, preload_clamp(entry, out, rc));
 }
 
@@ -402,7 +340,7 @@ preload_libc_path(enum preload_entry entry, void *out, union preload_libc_arg ar
 		uint32_t flags = preload_api_flags();
 
 		refresh_ensure_started();
-		if (!(flags & (CLOCK_LIBC_CLAMPED | preload_entry_api[entry])) ||
+		if (!(flags & (CLOCK_LIBC_CLAMPED | preload_entry_api(entry))) ||
 		    preload_is_null(out) || (entry == PRELOAD_TIMESPEC_GET && arg.base != TIME_UTC))
 			return preload_ask_libc(entry, out, arg);
 	}
@@ -435,17 +373,29 @@ static time_t preload_libc_time(time_t *t)
 	return (time_t)preload_libc_path(PRELOAD_TIME, t, PRELOAD_NO_ARG);
 }
 
+/* clock_gettime of a clock the table answers from the TSC other than
+ * MONOTONIC and REALTIME (BOOTTIME, TAI): out of line, so that those two
+ * keep their straight run of instructions. */
+static __attribute__((noinline)) int preload_other_clock(enum preload_entry entry,
+							 struct timespec *ts)
+{
+	if (clock_fast_offset_clock(preload_api_flags(), preload_entry_offset(entry), ts))
+		return 0;
+	return (int)preload_slow_path(entry, ts);
+}
+
 PRELOAD_EXPORT int clock_gettime(clockid_t id, struct timespec *ts)
 {
 	uint32_t flags = preload_api_flags();
 
-	if ((unsigned)id > CLOCK_MONOTONIC)
+	if ((unsigned)id >= CLOCK_ID_BITS)
 		return libc_clock_gettime(id, ts);
-	/* Left to libc (by choice, or not calibrated yet): libc's own
-	 * answers need no clamp, so nothing but the start check, and that
-	 * only while a start is due. */
+	/* Left to libc (by choice, not calibrated yet, or a clock the table
+	 * does not answer): libc's own answers need no clamp, so nothing but
+	 * the start check, and that only while a start is due. */
 	if (!((flags >> id) & 1)) {
-		if (__builtin_expect(!(flags & (CLOCK_START_PENDING | CLOCK_LIBC_CLAMPED)), 1))
+		if (__builtin_expect(!(flags & (CLOCK_START_PENDING | CLOCK_LIBC_CLAMPED)), 1) ||
+		    !((CLOCK_API_CLOCK_IDS >> id) & 1))
 			return libc_clock_gettime(id, ts);
 		return preload_libc((enum preload_entry)id, ts, PRELOAD_NO_ARG);
 	}
@@ -458,6 +408,8 @@ PRELOAD_EXPORT int clock_gettime(clockid_t id, struct timespec *ts)
 			return 0;
 		return preload_slow(PRELOAD_MONOTONIC, ts);
 	}
+	if (id != CLOCK_REALTIME)
+		return preload_other_clock((enum preload_entry)id, ts);
 	if (clock_fast_realtime(flags, ts))
 		return 0;
 	return preload_slow(PRELOAD_REALTIME, ts);

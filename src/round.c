@@ -14,7 +14,7 @@
 #include "libc.h"
 #include "lines.h"
 #include "placement.h"
-#include "realtime.h"
+#include "offsets.h"
 #include "table.h"
 #include "verdict.h"
 
@@ -247,7 +247,7 @@ struct round_result round_run(uint64_t scheduled_ns, bool restart)
 	bool steady = true, relaunched;
 
 	__atomic_store_n(&round_in_progress, true, __ATOMIC_RELAXED);
-	realtime_renew_offset();
+	offsets_renew(false);
 	placement_round_begin(visit, home);
 	lines_leave_others(visit);
 	memset(usable_cpus, 0, sizeof usable_cpus);

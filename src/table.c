@@ -102,13 +102,17 @@ void table_stop_answering(uint32_t flags)
 	table_set_validity(0, 0);
 }
 
-void table_set_realtime_offset(uint64_t offset_ns)
+void table_set_offset(enum clock_offset_kind kind, uint64_t offset_ns)
 {
-	__atomic_store_n(&table_shared.realtime_offset_ns, offset_ns, __ATOMIC_RELEASE);
+	if (kind == CLOCK_OFFSET_NONE || kind >= CLOCK_OFFSET_COUNT)
+		return;
+	__atomic_store_n(&table_shared.offset_ns[kind], offset_ns, __ATOMIC_RELEASE);
 }
 
-bool table_swap_realtime_offset(uint64_t expected_ns, uint64_t offset_ns)
+bool table_swap_offset(enum clock_offset_kind kind, uint64_t expected_ns, uint64_t offset_ns)
 {
-	return __atomic_compare_exchange_n(&table_shared.realtime_offset_ns, &expected_ns,
-					   offset_ns, false, __ATOMIC_RELEASE, __ATOMIC_RELAXED);
+	if (kind == CLOCK_OFFSET_NONE || kind >= CLOCK_OFFSET_COUNT)
+		return false;
+	return __atomic_compare_exchange_n(&table_shared.offset_ns[kind], &expected_ns, offset_ns,
+					   false, __ATOMIC_RELEASE, __ATOMIC_RELAXED);
 }

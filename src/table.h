@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "calib.h"
+#include "clock_table.h"
 #include "cpu.h"
 
 struct table_record {
@@ -35,8 +36,9 @@ struct table_shared {
 	 * unsigned: this catches both a stale table and a TSC that went back. */
 	uint64_t valid_from_tsc;
 	uint64_t valid_ticks;
-	/* CLOCK_REALTIME minus CLOCK_MONOTONIC, in ns, modulo 2^64. */
-	uint64_t realtime_offset_ns;
+	/* Each clock of the table minus CLOCK_MONOTONIC, in ns, modulo 2^64,
+	 * by its offset kind (clock_table.h); [CLOCK_OFFSET_NONE] stays 0. */
+	uint64_t offset_ns[CLOCK_OFFSET_COUNT];
 	/* Which entry points answer from the TSC (see preload.h). */
 	uint32_t api_flags;
 } __attribute__((aligned(64)));
@@ -57,8 +59,8 @@ void table_withdraw(uint32_t cpu);
 void table_set_validity(uint64_t valid_from_tsc, uint64_t valid_ticks);
 
 /* The shared facts beside the lines: table.c is their only writer (but
- * for readers' table_want_line and a reader's realtime step, which goes
- * through table_swap_realtime_offset). */
+ * for readers' table_want_line and a reader's step of a clock, which goes
+ * through table_swap_offset). */
 /* Publishes the flags readers use (api_flags), keeping CLOCK_START_PENDING
  * as a stopper or starter may set it meanwhile. */
 void table_publish_flags(uint32_t flags);
@@ -67,11 +69,11 @@ void table_set_start_pending(bool pending);
 /* Stops every answer from the lines at once: api_flags becomes flags (less
  * CLOCK_START_PENDING), and the validity ends. */
 void table_stop_answering(uint32_t flags);
-/* Publishes the realtime offset the first time. */
-void table_set_realtime_offset(uint64_t offset_ns);
-/* Publishes a moved realtime offset unless someone published another since
+/* Publishes a clock's offset (kind) the first time. */
+void table_set_offset(enum clock_offset_kind kind, uint64_t offset_ns);
+/* Publishes a moved offset unless someone published another since
  * expected_ns was read: true when this one went in. */
-bool table_swap_realtime_offset(uint64_t expected_ns, uint64_t offset_ns);
+bool table_swap_offset(enum clock_offset_kind kind, uint64_t expected_ns, uint64_t offset_ns);
 
 /* The writer's copy of table_wanted, and its clearing: the program's threads
  * moved, and those still without a line say so again. */

@@ -17,6 +17,8 @@
 static const char *const tool_info_keys_api_names[] = {
 	[API_CHOICE_MONOTONIC] = "clock_gettime_monotonic",
 	[API_CHOICE_REALTIME] = "clock_gettime_realtime",
+	[API_CHOICE_BOOTTIME] = "clock_gettime_boottime",
+	[API_CHOICE_TAI] = "clock_gettime_tai",
 	[API_CHOICE_GETTIMEOFDAY] = "gettimeofday",
 	[API_CHOICE_TIME] = "time",
 	[API_CHOICE_TIMESPEC_GET] = "timespec_get_utc",

@@ -200,7 +200,7 @@ START_TEST(test_clock_realtime)
 
 	line = clock_test_line_at(CLOCK_TEST_MULT, clock_test_tsc(), 5000 * NS_PER_SEC + 999999);
 	clock_test_publish_all(line);
-	__atomic_store_n(&table_shared.realtime_offset_ns, offset, __ATOMIC_RELEASE);
+	__atomic_store_n(&table_shared.offset_ns[CLOCK_OFFSET_REALTIME], offset, __ATOMIC_RELEASE);
 	for (unsigned i = 0; i < 1000; i++) {
 		struct timespec ts, mono_before, mono_after;
 		struct timeval tv;
@@ -263,7 +263,8 @@ START_TEST(test_clock_realtime_reanchored)
 		time_t sec;
 		uint64_t before, after, us;
 
-		__atomic_store_n(&table_shared.realtime_offset_ns, offsets[i], __ATOMIC_RELEASE);
+		__atomic_store_n(&table_shared.offset_ns[CLOCK_OFFSET_REALTIME], offsets[i],
+				 __ATOMIC_RELEASE);
 		before = clock_test_tsc();
 		ck_assert(clock_answer_realtime(mode, &ts));
 		ck_assert(clock_answer_timeval(mode, &tv));
@@ -320,7 +321,7 @@ START_TEST(test_clock_second_boundary)
 	bool saw_before = false, saw_after = false;
 	uint64_t margin = 3000;
 
-	__atomic_store_n(&table_shared.realtime_offset_ns, offset, __ATOMIC_RELEASE);
+	__atomic_store_n(&table_shared.offset_ns[CLOCK_OFFSET_REALTIME], offset, __ATOMIC_RELEASE);
 	/* Retry with more room when the first answer already lies past the
 	 * boundary (a slow machine, valgrind). */
 	for (unsigned attempt = 0; attempt < 12 && !saw_before; attempt++, margin *= 4) {
@@ -530,10 +531,10 @@ START_TEST(test_clock_fast_gives_up)
 
 	/* Another second cached: refused; the careful read divides again. */
 	clock_thread = good;
-	clock_thread.mono_second.sec = 399;
+	clock_thread.seconds[CLOCK_OFFSET_NONE].sec = 399;
 	ck_assert(!clock_fast_monotonic(mode, &ts));
 	ck_assert(clock_careful_monotonic(mode, &ts));
-	ck_assert_int_eq(clock_thread.mono_second.sec, 400);
+	ck_assert_int_eq(clock_thread.seconds[CLOCK_OFFSET_NONE].sec, 400);
 	ck_assert(clock_fast_monotonic(mode, &ts));
 
 	/* This CPU's record withdrawn: neither read answers. */

@@ -113,7 +113,7 @@ END_TEST
  * touches nothing else in the shared record. */
 START_TEST(test_table_validity)
 {
-	table_shared.realtime_offset_ns = 1234567;
+	table_shared.offset_ns[CLOCK_OFFSET_REALTIME] = 1234567;
 	table_shared.api_flags = 0x13;
 	table_set_validity(1000, 2000);
 	ck_assert_uint_eq(table_shared.valid_from_tsc, 1000);
@@ -124,7 +124,7 @@ START_TEST(test_table_validity)
 	table_set_validity(0, UINT64_MAX);
 	ck_assert_uint_eq(table_shared.valid_from_tsc, 0);
 	ck_assert_uint_eq(table_shared.valid_ticks, UINT64_MAX);
-	ck_assert_uint_eq(table_shared.realtime_offset_ns, 1234567);
+	ck_assert_uint_eq(table_shared.offset_ns[CLOCK_OFFSET_REALTIME], 1234567);
 	ck_assert_uint_eq(table_shared.api_flags, 0x13);
 }
 END_TEST

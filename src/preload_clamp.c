@@ -1,0 +1,83 @@
+/* The clamp on libc's answers (preload_clamp.h). */
+#include "config.h"
+
+#include "preload_clamp.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "clock.h"
+
+/* libc's monotonic answer, raised to what this thread was last given: it
+ * may have had fast readings, and a line may run a few nanoseconds ahead of
+ * the kernel's clock. */
+void preload_clamp_monotonic(struct timespec *ts)
+{
+	uint64_t ns = timespec_to_ns(ts);
+	uint64_t last = clock_thread.last_mono_ns;
+
+	if (ns < last) {
+		*ts = timespec_from_ns(last);
+	} else {
+		clock_thread.last_mono_ns = ns;
+	}
+}
+
+/* The earliest answer of the clock that is monotonic plus kind's offset
+ * this thread may be given now: its clamped monotonic reading plus the
+ * current offset; false before its first answer from the TSC. */
+static bool preload_clamp_floor(enum clock_offset_kind kind, uint64_t *floor_ns)
+{
+	uint64_t last = clock_thread.last_mono_ns;
+
+	if (last == 0)
+		return false;
+	*floor_ns = last + clock_offset(kind);
+	return true;
+}
+
+/* Whether libc's answer ns must be raised to *floor_ns: it is earlier
+ * than what the TSC gave this thread last, by less than a millisecond (by
+ * more, the clock was set back, and libc's answer stands, as it would
+ * without fasttime). */
+static bool preload_clamp_below_floor(enum clock_offset_kind kind, uint64_t ns, uint64_t *floor_ns)
+{
+	return preload_clamp_floor(kind, floor_ns) && ns < *floor_ns &&
+	       *floor_ns - ns < PRELOAD_CLAMP_MAX_NS;
+}
+
+void preload_clamp_offset_clock(enum clock_offset_kind kind, struct timespec *ts)
+{
+	uint64_t floor;
+
+	if (preload_clamp_below_floor(kind, timespec_to_ns(ts), &floor))
+		*ts = timespec_from_ns(floor);
+}
+
+void preload_clamp_timeval(struct timeval *tv)
+{
+	uint64_t floor;
+
+	if (preload_clamp_below_floor(
+		CLOCK_OFFSET_REALTIME,
+		(uint64_t)tv->tv_sec * CLOCK_NS_PER_SEC + (uint64_t)tv->tv_usec * 1000u, &floor)) {
+		tv->tv_sec = (time_t)(floor / CLOCK_NS_PER_SEC);
+		tv->tv_usec = (suseconds_t)(floor % CLOCK_NS_PER_SEC / 1000u);
+	}
+}
+
+/* libc answers time() from the kernel's
+ * coarse clock, which lags the precise one by up to a tick: just after a
+ * second begins it still names the one before, which this thread may
+ * already have been given. */
+time_t preload_clamp_seconds(time_t sec)
+{
+	uint64_t floor, next_second;
+
+	if (sec < 0 || !preload_clamp_floor(CLOCK_OFFSET_REALTIME, &floor))
+		return sec;
+	next_second = ((uint64_t)sec + 1) * CLOCK_NS_PER_SEC;
+	if (floor >= next_second && floor - next_second < PRELOAD_COARSE_LAG_MAX_NS)
+		return (time_t)(floor / CLOCK_NS_PER_SEC);
+	return sec;
+}

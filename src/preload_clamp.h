@@ -1,0 +1,32 @@
+/* The clamp on libc's answers: a thread that had answers from the TSC
+ * and is now answered by libc (the lines went stale, an entry point went
+ * back to libc) must not see its time go back, though a line may run a
+ * few nanoseconds ahead of the kernel's clock. libc's answer is raised to
+ * what this thread was last given, through its monotonic clamp plus the
+ * clock's current offset. */
+#ifndef FASTTIME_PRELOAD_CLAMP_H
+#define FASTTIME_PRELOAD_CLAMP_H
+
+#include <sys/time.h>
+#include <time.h>
+
+#include "clock_table.h"
+
+/* A clock-with-offset answer from libc earlier than this thread's last
+ * one by less than this is held at the last one; by more, the clock was
+ * set back, and libc's answer stands. */
+#define PRELOAD_CLAMP_MAX_NS 1000000u
+/* How far past a second's start time()'s coarse clock may still name the
+ * second before: a tick at the slowest HZ the kernel offers (100), with room. */
+#define PRELOAD_COARSE_LAG_MAX_NS 20000000u
+
+/* libc's monotonic answer, raised to what this thread was last given. */
+void preload_clamp_monotonic(struct timespec *ts);
+/* libc's answer for the clock that is monotonic plus kind's offset. */
+void preload_clamp_offset_clock(enum clock_offset_kind kind, struct timespec *ts);
+/* gettimeofday's microseconds (CLOCK_REALTIME). */
+void preload_clamp_timeval(struct timeval *tv);
+/* time()'s seconds, from the kernel's coarse clock. */
+time_t preload_clamp_seconds(time_t sec);
+
+#endif
