@@ -183,7 +183,7 @@ static void refresh_stopped(void)
  * points if it is due, and the flags readers see. */
 static void refresh_after_round(unsigned round, const struct round_result *result)
 {
-	bool trusted = verdict_after_round(result);
+	bool trusted = verdict_after_round(result->narrowest_ns, result->steady);
 
 	api_choice_after_round(round, result, trusted, refresh.force_fast);
 }
@@ -469,7 +469,7 @@ bool refresh_choose_now(void)
 		struct round_result result =
 		    round_run(refresh.configured_interval_ns, look_take_discontinuity());
 
-		verdict_after_round(&result);
+		verdict_after_round(result.narrowest_ns, result.steady);
 	}
 	return api_choice_again(with_line, refresh.force_fast);
 }

@@ -5,7 +5,7 @@
 
 #include <stdbool.h>
 
-#include "clock.h"
+#include "clock_table.h"
 
 struct table_record table_records[CPU_MAX_CPUS];
 struct table_shared table_shared;

@@ -99,12 +99,12 @@ const char *verdict_prepare(bool relaxed)
 	return reason;
 }
 
-bool verdict_after_round(const struct round_result *result)
+bool verdict_after_round(uint64_t narrowest_ns, bool steady)
 {
 	bool trusted;
 
-	verdict_judge_kernel_clock(result->narrowest_ns);
-	verdict.steady_rounds = result->steady ? verdict.steady_rounds + 1 : 0;
+	verdict_judge_kernel_clock(narrowest_ns);
+	verdict.steady_rounds = steady ? verdict.steady_rounds + 1 : 0;
 	trusted = evidence_trusted(verdict.facts.clocksource_kind, verdict.steady_rounds);
 	if (trusted != verdict.trusted)
 		debug_log(trusted

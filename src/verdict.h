@@ -9,7 +9,6 @@
 #include <stdint.h>
 
 #include "cpu.h"
-#include "round.h"
 
 struct verdict {
 	struct cpu_facts facts;	    /* as last probed */
@@ -38,8 +37,10 @@ void verdict_probe_kernel_now(void);
  * the readers' mode); returns why the fast path cannot run, or NULL.
  * CPUID, and the kernel's facts as read before: no file. */
 const char *verdict_prepare(bool relaxed);
-/* After a round: the kernel's clock as its sandwiches saw it, and the
- * clocksource's probation; returns whether the lines are trusted. */
-bool verdict_after_round(const struct round_result *result);
+/* After a round: the kernel's clock as its sandwiches saw it (the
+ * narrowest, UINT64_MAX: none), and the clocksource's probation (steady:
+ * every answering line continued within its bounds); returns whether the
+ * lines are trusted. */
+bool verdict_after_round(uint64_t narrowest_ns, bool steady);
 
 #endif
