@@ -18,6 +18,7 @@
 #include "bench_libc.h"
 #include "clock.h"
 #include "libc.h"
+#include "offsets.h"
 #include "refresh.h"
 #include "verdict.h"
 #include "settings.h"
@@ -28,6 +29,11 @@ static double bench_measure_ns_per_tick;
  * lfence; rdtsc). */
 static uint32_t bench_measure_ordered_flags, bench_measure_relaxed_flags;
 static bool bench_measure_ordered_is_rdtscp = true;
+/* Whether the engine's calibration measured the BOOTTIME and TAI offsets.
+ * Without its offset the engine would answer that clock with the monotonic
+ * lines alone: a cost, but not of that clock's answer. Read once before the
+ * refresh thread starts, which alone writes what offsets_known reads. */
+static bool bench_measure_boottime_known, bench_measure_tai_known;
 
 /* One call of api from source, its result left in *ts, *tv or *t. */
 static inline __attribute__((always_inline)) void
@@ -46,6 +52,7 @@ bench_measure_answer(enum bench_source source, enum bench_api api, struct timesp
 		case BENCH_TIME: *t = bench_libc.time(NULL); break;
 		case BENCH_TIMESPEC_GET: bench_libc.timespec_get(ts, TIME_UTC); break;
 		case BENCH_BOOTTIME: bench_libc.clock_gettime(CLOCK_BOOTTIME, ts); break;
+		case BENCH_TAI: bench_libc.clock_gettime(CLOCK_TAI, ts); break;
 		default: break;
 		}
 		break;
@@ -57,6 +64,7 @@ bench_measure_answer(enum bench_source source, enum bench_api api, struct timesp
 		case BENCH_TIME: *t = bench_process.time(NULL); break;
 		case BENCH_TIMESPEC_GET: bench_process.timespec_get(ts, TIME_UTC); break;
 		case BENCH_BOOTTIME: bench_process.clock_gettime(CLOCK_BOOTTIME, ts); break;
+		case BENCH_TAI: bench_process.clock_gettime(CLOCK_TAI, ts); break;
 		default: break;
 		}
 		break;
@@ -67,6 +75,10 @@ bench_measure_answer(enum bench_source source, enum bench_api api, struct timesp
 		case BENCH_TIMESPEC_GET: clock_answer_realtime(flags, ts); break;
 		case BENCH_GETTIMEOFDAY: clock_answer_timeval(flags, tv); break;
 		case BENCH_TIME: clock_answer_seconds(flags, t); break;
+		case BENCH_BOOTTIME:
+			clock_answer_offset_clock(flags, CLOCK_OFFSET_BOOTTIME, ts);
+			break;
+		case BENCH_TAI: clock_answer_offset_clock(flags, CLOCK_OFFSET_TAI, ts); break;
 		default: break;
 		}
 		break;
@@ -98,7 +110,8 @@ static inline __attribute__((always_inline)) uint64_t bench_measure_call(enum be
 	BENCH_MEASURE_LOOP(source, BENCH_GETTIMEOFDAY)                                             \
 	BENCH_MEASURE_LOOP(source, BENCH_TIME)                                                     \
 	BENCH_MEASURE_LOOP(source, BENCH_TIMESPEC_GET)                                             \
-	BENCH_MEASURE_LOOP(source, BENCH_BOOTTIME)
+	BENCH_MEASURE_LOOP(source, BENCH_BOOTTIME)                                                 \
+	BENCH_MEASURE_LOOP(source, BENCH_TAI)
 BENCH_MEASURE_LOOPS(BENCH_LIBC)
 BENCH_MEASURE_LOOPS(BENCH_ORDERED)
 BENCH_MEASURE_LOOPS(BENCH_RELAXED)
@@ -112,7 +125,8 @@ typedef void (*bench_measure_loop_fn)(unsigned n);
 		    bench_measure_loop_##source##_BENCH_GETTIMEOFDAY,                              \
 		    bench_measure_loop_##source##_BENCH_TIME,                                      \
 		    bench_measure_loop_##source##_BENCH_TIMESPEC_GET,                              \
-		    bench_measure_loop_##source##_BENCH_BOOTTIME                                   \
+		    bench_measure_loop_##source##_BENCH_BOOTTIME,                                  \
+		    bench_measure_loop_##source##_BENCH_TAI                                        \
 	}
 static const bench_measure_loop_fn bench_measure_loops[BENCH_SOURCES][BENCH_APIS] = {
 	BENCH_MEASURE_ROW(BENCH_LIBC),
@@ -265,10 +279,15 @@ bool bench_measure_source_wanted(enum bench_source source)
 	return source != BENCH_SYMBOL;
 }
 
-/* The engine does not answer BOOTTIME. */
 bool bench_measure_api_wanted(enum bench_api api)
 {
-	return api != BENCH_BOOTTIME || bench_options.symbols;
+	if (bench_options.symbols)
+		return true;
+	if (api == BENCH_BOOTTIME)
+		return bench_measure_boottime_known;
+	if (api == BENCH_TAI)
+		return bench_measure_tai_known;
+	return true;
 }
 
 /* ns per call of one loop of BENCH_MEASURE_LOOP_CALLS calls. */
@@ -417,6 +436,8 @@ bool bench_measure_start_engine(const struct cpu_facts *facts)
 						 : "calibration gave no CPU a line");
 		return false;
 	}
+	bench_measure_boottime_known = offsets_known(CLOCK_OFFSET_BOOTTIME);
+	bench_measure_tai_known = offsets_known(CLOCK_OFFSET_TAI);
 	refresh_ensure_started();
 	return true;
 }

@@ -14,18 +14,18 @@
 static const char *const bench_report_source_names[BENCH_SOURCES] = { "libc", "ordered", "relaxed",
 								      "process" };
 static const char *const bench_report_api_names[BENCH_APIS] = {
-	"clock_gettime(MONOTONIC)", "clock_gettime(REALTIME)", "gettimeofday", "time",
-	"timespec_get(TIME_UTC)",   "clock_gettime(BOOTTIME)",
+	"clock_gettime(MONOTONIC)", "clock_gettime(REALTIME)", "gettimeofday",	     "time",
+	"timespec_get(TIME_UTC)",   "clock_gettime(BOOTTIME)", "clock_gettime(TAI)",
 };
 static const char *const bench_report_bare_names[BENCH_BARES] = { "rdtsc", "rdtscp" };
 static const char *const bench_report_library_state_names[] = { "ready", "absent", "busy" };
 
 /* Whether the engine's read path for api is compared with the floor: the
  * entry points that read the counter (time() does too, but libc answers it
- * from a coarse clock no read can match). */
+ * from a coarse clock no read can match), where this run measured them. */
 static bool bench_report_has_floor(enum bench_api api)
 {
-	return api != BENCH_TIME && api != BENCH_BOOTTIME;
+	return api != BENCH_TIME && bench_measure_api_wanted(api);
 }
 
 /* One result's figures, every value in ns unless the metric says otherwise. */
