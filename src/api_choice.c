@@ -65,7 +65,7 @@ static __attribute__((noinline)) int api_entry_other_clock(clockid_t id, struct 
 	uint32_t flags = __atomic_load_n(&api_measured_flags, __ATOMIC_RELAXED);
 	const struct clock_row *row = clock_table_row(id);
 
-	if (row == NULL)
+	if (row == NULL || !((flags >> id) & 1) || ts == NULL)
 		return -1;
 	return clock_answer_offset_clock(flags, row->offset, ts) ? 0 : api_fell_back(-1);
 }
@@ -74,12 +74,12 @@ static __attribute__((noinline)) int api_entry_clock_gettime(clockid_t id, struc
 {
 	uint32_t flags = __atomic_load_n(&api_measured_flags, __ATOMIC_RELAXED);
 
-	if ((unsigned)id >= CLOCK_ID_BITS || !((flags >> id) & 1) || ts == NULL)
+	if ((unsigned)id > CLOCK_MONOTONIC)
+		return api_entry_other_clock(id, ts);
+	if (!((flags >> id) & 1) || ts == NULL)
 		return -1;
 	if (id == CLOCK_MONOTONIC)
 		return clock_answer_monotonic(flags, ts) ? 0 : api_fell_back(-1);
-	if (id != CLOCK_REALTIME)
-		return api_entry_other_clock(id, ts);
 	return clock_answer_realtime(flags, ts) ? 0 : api_fell_back(-1);
 }
 

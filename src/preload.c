@@ -373,13 +373,26 @@ static time_t preload_libc_time(time_t *t)
 	return (time_t)preload_libc_path(PRELOAD_TIME, t, PRELOAD_NO_ARG);
 }
 
-/* clock_gettime of a clock the table answers from the TSC other than
- * MONOTONIC and REALTIME (BOOTTIME, TAI): out of line, so that those two
- * keep their straight run of instructions. */
-static __attribute__((noinline)) int preload_other_clock(enum preload_entry entry,
-							 struct timespec *ts)
+/* clock_gettime of any clock id but MONOTONIC and REALTIME: the table's
+ * other clocks (BOOTTIME, TAI) answered as those two are, every other id
+ * left to libc. Out of line, so that MONOTONIC and REALTIME keep their
+ * straight run of instructions, as short as before the table had more. */
+static __attribute__((noinline)) int preload_other_clock(clockid_t id, struct timespec *ts)
 {
-	if (clock_fast_offset_clock(preload_api_flags(), preload_entry_offset(entry), ts))
+	uint32_t flags = preload_api_flags();
+	enum preload_entry entry = (enum preload_entry)id;
+
+	/* Left to libc (by choice, or not calibrated yet): libc's own answers
+	 * need no clamp, so nothing but the start check, and that only while
+	 * a start is due. */
+	if (!((flags >> id) & 1)) {
+		if (__builtin_expect(!(flags & (CLOCK_START_PENDING | CLOCK_LIBC_CLAMPED)), 1))
+			return libc_clock_gettime(id, ts);
+		return preload_libc(entry, ts, PRELOAD_NO_ARG);
+	}
+	if (preload_is_null(ts))
+		return preload_libc(entry, ts, PRELOAD_NO_ARG);
+	if (clock_fast_offset_clock(flags, preload_entry_offset(entry), ts))
 		return 0;
 	return (int)preload_slow_path(entry, ts);
 }
@@ -388,14 +401,17 @@ PRELOAD_EXPORT int clock_gettime(clockid_t id, struct timespec *ts)
 {
 	uint32_t flags = preload_api_flags();
 
-	if ((unsigned)id >= CLOCK_ID_BITS)
-		return libc_clock_gettime(id, ts);
-	/* Left to libc (by choice, not calibrated yet, or a clock the table
-	 * does not answer): libc's own answers need no clamp, so nothing but
-	 * the start check, and that only while a start is due. */
+	if (__builtin_expect((unsigned)id > CLOCK_MONOTONIC, 0)) {
+		/* A clock id the table does not answer: libc's, untouched. */
+		if ((unsigned)id >= CLOCK_ID_BITS || !((CLOCK_API_CLOCK_IDS >> id) & 1))
+			return libc_clock_gettime(id, ts);
+		return preload_other_clock(id, ts);
+	}
+	/* Left to libc (by choice, or not calibrated yet): libc's own
+	 * answers need no clamp, so nothing but the start check, and that
+	 * only while a start is due. */
 	if (!((flags >> id) & 1)) {
-		if (__builtin_expect(!(flags & (CLOCK_START_PENDING | CLOCK_LIBC_CLAMPED)), 1) ||
-		    !((CLOCK_API_CLOCK_IDS >> id) & 1))
+		if (__builtin_expect(!(flags & (CLOCK_START_PENDING | CLOCK_LIBC_CLAMPED)), 1))
 			return libc_clock_gettime(id, ts);
 		return preload_libc((enum preload_entry)id, ts, PRELOAD_NO_ARG);
 	}
@@ -408,8 +424,6 @@ PRELOAD_EXPORT int clock_gettime(clockid_t id, struct timespec *ts)
 			return 0;
 		return preload_slow(PRELOAD_MONOTONIC, ts);
 	}
-	if (id != CLOCK_REALTIME)
-		return preload_other_clock((enum preload_entry)id, ts);
 	if (clock_fast_realtime(flags, ts))
 		return 0;
 	return preload_slow(PRELOAD_REALTIME, ts);
