@@ -20,7 +20,12 @@ struct integ_libc integ_libc;
 
 /* As the library names them in its FASTTIME_DEBUG lines. */
 const char *const integ_api_names[INTEG_API_COUNT] = {
-	"clock_gettime(CLOCK_MONOTONIC)", "clock_gettime(CLOCK_REALTIME)", "gettimeofday", "time",
+	"clock_gettime(CLOCK_MONOTONIC)",
+	"clock_gettime(CLOCK_REALTIME)",
+	"clock_gettime(CLOCK_BOOTTIME)",
+	"clock_gettime(CLOCK_TAI)",
+	"gettimeofday",
+	"time",
 	"timespec_get(TIME_UTC)",
 };
 
@@ -248,6 +253,21 @@ const char *integ_path_name(enum integ_path path)
 	case INTEG_PATH_UNKNOWN: break;
 	}
 	return "unknown";
+}
+
+void integ_check_forced(const enum integ_path paths[INTEG_API_COUNT])
+{
+	if (!integ_env_true("FASTTIME_FORCE") || !integ_env_true("FASTTIME_DEBUG") ||
+	    test_machine_unusable() != NULL)
+		return;
+	/* A choice not seen within the capture (a slow machine, a sanitizer's
+	 * pace) says nothing either way; one the library made against the
+	 * setting does. */
+	for (unsigned a = 0; a < INTEG_API_COUNT; a++)
+		if (paths[a] == INTEG_PATH_LIBC)
+			integ_fail("%s: path %s under FASTTIME_FORCE=1, not fast: the TSC path is "
+				   "not under test",
+				   integ_api_names[a], integ_path_name(paths[a]));
 }
 
 void integ_sleep_ms(unsigned ms)

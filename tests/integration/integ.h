@@ -31,6 +31,8 @@ extern struct integ_libc integ_libc;
 enum integ_api {
 	INTEG_API_MONOTONIC,
 	INTEG_API_REALTIME,
+	INTEG_API_BOOTTIME,
+	INTEG_API_TAI,
 	INTEG_API_GETTIMEOFDAY,
 	INTEG_API_TIME,
 	INTEG_API_TIMESPEC_GET,
@@ -78,6 +80,11 @@ bool integ_capture_begin(void);
  * caught to it, and fills paths. */
 void integ_capture_end(unsigned timeout_ms, enum integ_path paths[INTEG_API_COUNT]);
 const char *integ_path_name(enum integ_path path);
+/* Under FASTTIME_FORCE=1, fails every entry point the library said it
+ * answers with libc: a run meant to test the TSC path must not pass on
+ * libc's answers. Nothing without FASTTIME_FORCE or FASTTIME_DEBUG, or
+ * where the library answers with libc by its own rule. */
+void integ_check_forced(const enum integ_path paths[INTEG_API_COUNT]);
 
 /* Sleeps with nanosleep, which the library does not interpose: the wait
  * does not depend on the clock under test. */

@@ -5,7 +5,11 @@
  *
  * Each comparison runs three times: at the first time call (the refresh
  * thread is being started), once the fast path is active, and on a fresh
- * thread. Under FASTTIME_DISABLE=1 every answer must be libc's exactly. */
+ * thread; each pass also reads every clock the library answers (and
+ * MONOTONIC_RAW and the coarse clocks, which it leaves to libc) many times
+ * in turn, and none may go back. Under FASTTIME_DISABLE=1 every answer must
+ * be libc's exactly; under FASTTIME_FORCE=1 (with FASTTIME_DEBUG=1) every
+ * entry point must be answered from the TSC. */
 #include "config.h"
 
 #include <errno.h>
@@ -51,6 +55,15 @@ static int64_t semantics_tolerance(bool accelerated)
 	return accelerated && !semantics_disabled ? SEMANTICS_TOLERANCE_NS : 0;
 }
 
+/* Whether the library may answer clock id from the TSC (its clock table's
+ * rows): the others (MONOTONIC_RAW, the coarse clocks, CPU time) are
+ * libc's answers exactly. */
+static bool semantics_accelerated(clockid_t id)
+{
+	return id == CLOCK_MONOTONIC || id == CLOCK_REALTIME || id == CLOCK_BOOTTIME ||
+	       id == CLOCK_TAI;
+}
+
 /* Whether ts still holds the pattern written before the call. */
 static bool semantics_poisoned(const struct timespec *ts)
 {
@@ -65,7 +78,7 @@ static void semantics_clock(const char *pass, clockid_t id, const char *what)
 	struct timespec before = semantics_poison, ours = semantics_poison,
 			after = semantics_poison;
 	int rc_before, rc_ours, rc_after, errno_before, errno_ours, errno_after;
-	int64_t tolerance = semantics_tolerance(id == CLOCK_MONOTONIC || id == CLOCK_REALTIME);
+	int64_t tolerance = semantics_tolerance(semantics_accelerated(id));
 
 	errno = SEMANTICS_ERRNO;
 	rc_before = integ_libc.clock_gettime(id, &before);
@@ -350,10 +363,57 @@ static void semantics_timespec_get(const char *pass)
 	}
 }
 
+/* The clocks read again and again by semantics_forward: those the library
+ * may answer from the TSC and those it leaves to libc. */
+static const clockid_t semantics_forward_ids[] = {
+	CLOCK_MONOTONIC,	CLOCK_BOOTTIME,	     CLOCK_TAI,
+	CLOCK_REALTIME,		CLOCK_MONOTONIC_RAW, CLOCK_REALTIME_COARSE,
+	CLOCK_MONOTONIC_COARSE,
+};
+
+#define SEMANTICS_FORWARD_CLOCKS (sizeof semantics_forward_ids / sizeof semantics_forward_ids[0])
+#define SEMANTICS_FORWARD_ROUNDS 20000u
+
+/* Proves that each clock, read many times in turn with the others (so that
+ * each call follows another clock's), returns 0, gives a valid tv_nsec, and
+ * never goes back within the thread; and that, by the end, each is within
+ * libc's bracket (the library's clocks within the accuracy bound). */
+static void semantics_forward(const char *pass)
+{
+	int64_t last[SEMANTICS_FORWARD_CLOCKS] = { 0 };
+	unsigned failures = 0;
+
+	for (unsigned round = 0; round < SEMANTICS_FORWARD_ROUNDS && failures < 10; round++) {
+		for (unsigned c = 0; c < SEMANTICS_FORWARD_CLOCKS; c++) {
+			clockid_t id = semantics_forward_ids[c];
+			struct timespec ts = semantics_poison;
+			int rc = clock_gettime(id, &ts);
+
+			if (rc != 0 || ts.tv_nsec < 0 || ts.tv_nsec >= INTEG_NS_PER_SEC) {
+				integ_fail("%s: clock_gettime(%s) returned %d, tv_nsec %ld", pass,
+					   semantics_clock_name(id), rc, ts.tv_nsec);
+				failures++;
+				continue;
+			}
+			if (round > 0 && integ_ns(&ts) < last[c]) {
+				integ_fail("%s: clock_gettime(%s) went back %lld ns at call %u",
+					   pass, semantics_clock_name(id),
+					   (long long)(last[c] - integ_ns(&ts)), round);
+				failures++;
+			}
+			last[c] = integ_ns(&ts);
+		}
+	}
+	for (unsigned c = 0; c < SEMANTICS_FORWARD_CLOCKS; c++)
+		semantics_clock(pass, semantics_forward_ids[c],
+				semantics_clock_name(semantics_forward_ids[c]));
+}
+
 /* Every comparison above, once. */
 static void semantics_everything(const char *pass, pthread_t parked)
 {
 	semantics_all_clocks(pass, parked);
+	semantics_forward(pass);
 	semantics_gettimeofday(pass);
 	semantics_time(pass);
 	semantics_timespec_get(pass);
@@ -380,42 +440,41 @@ static int semantics_fate(int status)
 	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-enum semantics_null_call {
-	SEMANTICS_NULL_MONOTONIC,
-	SEMANTICS_NULL_REALTIME,
-	SEMANTICS_NULL_BOOTTIME,
-	SEMANTICS_NULL_TIMESPEC_GET,
-	SEMANTICS_NULL_COUNT,
+/* The calls made with a NULL output, each in a child: clock_gettime of
+ * every clock the library may answer and of those it leaves to libc, and
+ * timespec_get (id -1 here). */
+static const struct {
+	const char *what;
+	clockid_t id;
+} semantics_null_calls[] = {
+	{ "clock_gettime(CLOCK_MONOTONIC, NULL)", CLOCK_MONOTONIC },
+	{ "clock_gettime(CLOCK_REALTIME, NULL)", CLOCK_REALTIME },
+	{ "clock_gettime(CLOCK_BOOTTIME, NULL)", CLOCK_BOOTTIME },
+	{ "clock_gettime(CLOCK_TAI, NULL)", CLOCK_TAI },
+	{ "clock_gettime(CLOCK_MONOTONIC_RAW, NULL)", CLOCK_MONOTONIC_RAW },
+	{ "clock_gettime(CLOCK_REALTIME_COARSE, NULL)", CLOCK_REALTIME_COARSE },
+	{ "clock_gettime(CLOCK_MONOTONIC_COARSE, NULL)", CLOCK_MONOTONIC_COARSE },
+	{ "timespec_get(NULL, TIME_UTC)", -1 },
 };
+
+#define SEMANTICS_NULL_COUNT (sizeof semantics_null_calls / sizeof semantics_null_calls[0])
 
 /* Makes one call with a NULL output in a child, by libc or by the library,
  * and exits with what it returned (a crash ends it by a signal). */
-static int semantics_null_child(enum semantics_null_call call, bool use_libc)
+static int semantics_null_child(unsigned call, bool use_libc)
 {
+	clockid_t id = semantics_null_calls[call].id;
 	struct rlimit no_core = { 0, 0 };
-	int rc = -1;
+	int rc;
 
 	setrlimit(RLIMIT_CORE, &no_core);
 	errno = SEMANTICS_ERRNO;
-	switch (call) {
-	case SEMANTICS_NULL_MONOTONIC:
-		rc = (use_libc ? integ_libc.clock_gettime
-			       : semantics_lib_clock_gettime)(CLOCK_MONOTONIC, semantics_null_ts);
-		break;
-	case SEMANTICS_NULL_REALTIME:
-		rc = (use_libc ? integ_libc.clock_gettime
-			       : semantics_lib_clock_gettime)(CLOCK_REALTIME, semantics_null_ts);
-		break;
-	case SEMANTICS_NULL_BOOTTIME:
-		rc = (use_libc ? integ_libc.clock_gettime
-			       : semantics_lib_clock_gettime)(CLOCK_BOOTTIME, semantics_null_ts);
-		break;
-	case SEMANTICS_NULL_TIMESPEC_GET:
+	if (id < 0)
 		rc = (use_libc ? integ_libc.timespec_get
 			       : semantics_lib_timespec_get)(semantics_null_ts, TIME_UTC);
-		break;
-	case SEMANTICS_NULL_COUNT: break;
-	}
+	else
+		rc = (use_libc ? integ_libc.clock_gettime
+			       : semantics_lib_clock_gettime)(id, semantics_null_ts);
 	return (rc & 0xf) | (errno == SEMANTICS_ERRNO ? 0 : errno == EFAULT ? 0x10 : 0x20);
 }
 
@@ -424,14 +483,8 @@ static int semantics_null_child(enum semantics_null_call call, bool use_libc)
  * and hides none. */
 static void semantics_null_outputs(void)
 {
-	static const char *const what[SEMANTICS_NULL_COUNT] = {
-		"clock_gettime(CLOCK_MONOTONIC, NULL)",
-		"clock_gettime(CLOCK_REALTIME, NULL)",
-		"clock_gettime(CLOCK_BOOTTIME, NULL)",
-		"timespec_get(NULL, TIME_UTC)",
-	};
-
 	for (unsigned call = 0; call < SEMANTICS_NULL_COUNT; call++) {
+		const char *what = semantics_null_calls[call].what;
 		int fates[2];
 
 		for (unsigned side = 0; side < 2; side++) {
@@ -441,8 +494,7 @@ static void semantics_null_outputs(void)
 			fflush(stdout);
 			pid = fork();
 			if (pid == 0)
-				_exit(semantics_null_child((enum semantics_null_call)call,
-							   side == 0));
+				_exit(semantics_null_child(call, side == 0));
 			if (pid < 0 || waitpid(pid, &status, 0) != pid) {
 				printf("ERROR: fork/waitpid: %s\n", strerror(errno));
 				exit(INTEG_ERROR);
@@ -452,10 +504,9 @@ static void semantics_null_outputs(void)
 		if (fates[0] != fates[1])
 			integ_fail("%s: libc's child ended as %d, the library's as %d (1000+ is a "
 				   "signal)",
-				   what[call], fates[0], fates[1]);
+				   what, fates[0], fates[1]);
 		else
-			printf("%s: ends as %d with libc and with the library\n", what[call],
-			       fates[0]);
+			printf("%s: ends as %d with libc and with the library\n", what, fates[0]);
 	}
 }
 
@@ -510,7 +561,7 @@ static int semantics_no_threads_child(void)
 	errno = SEMANTICS_ERRNO;
 	rc_ours = time(NULL) > 0;
 	same &= semantics_same_errno("time(NULL)", 1, SEMANTICS_ERRNO, rc_ours, errno);
-	for (clockid_t id = 0; id <= CLOCK_BOOTTIME; id++) {
+	for (clockid_t id = 0; id <= CLOCK_TAI; id++) {
 		char what[64];
 
 		errno = SEMANTICS_ERRNO;
@@ -596,6 +647,7 @@ int main(void)
 		integ_sleep_ms(10);
 	for (unsigned a = 0; a < INTEG_API_COUNT; a++)
 		printf("%s: %s\n", integ_api_names[a], integ_path_name(paths[a]));
+	integ_check_forced(paths);
 	semantics_everything("calibrated", args.parked);
 
 	if (pthread_create(&fresh, NULL, semantics_fresh_thread, &args) != 0 ||

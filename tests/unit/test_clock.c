@@ -362,6 +362,178 @@ START_TEST(test_clock_second_boundary)
 }
 END_TEST
 
+/* Offsets for the table's other clocks, each unlike the others, so that an
+ * answer that adds another clock's offset lies outside its bracket:
+ * BOOTTIME ahead by 2.25 s slept, TAI ahead of REALTIME by 37 s. */
+#define CLOCK_TEST_BOOTTIME_OFFSET (2 * NS_PER_SEC + 250000000ull)
+#define CLOCK_TEST_TAI_OFFSET	   (CLOCK_TEST_REALTIME_OFFSET + 37 * NS_PER_SEC)
+
+static const enum clock_offset_kind clock_test_offset_kinds[] = {
+	CLOCK_OFFSET_REALTIME,
+	CLOCK_OFFSET_BOOTTIME,
+	CLOCK_OFFSET_TAI,
+};
+
+static void clock_test_set_offsets(uint64_t realtime, uint64_t boottime, uint64_t tai)
+{
+	__atomic_store_n(&table_shared.offset_ns[CLOCK_OFFSET_REALTIME], realtime,
+			 __ATOMIC_RELEASE);
+	__atomic_store_n(&table_shared.offset_ns[CLOCK_OFFSET_BOOTTIME], boottime,
+			 __ATOMIC_RELEASE);
+	__atomic_store_n(&table_shared.offset_ns[CLOCK_OFFSET_TAI], tai, __ATOMIC_RELEASE);
+}
+
+/* Reads clock kind through read, between two TSC reads, and asserts the
+ * answer is the line plus that clock's own offset; returns it in ns. */
+static uint64_t
+clock_test_offset_read(bool (*read)(uint32_t, enum clock_offset_kind, struct timespec *),
+		       uint32_t mode, enum clock_offset_kind kind, struct calib_line line)
+{
+	uint64_t offset = table_shared.offset_ns[kind], before, after, ns;
+	struct timespec ts;
+
+	before = clock_test_tsc();
+	ck_assert_msg(read(mode, kind, &ts), "offset kind %d did not answer", (int)kind);
+	after = clock_test_tsc();
+	ns = clock_test_ns(&ts);
+	ck_assert_msg(ns - (calib_line_eval(line, before) + offset) <=
+			  calib_line_eval(line, after) - calib_line_eval(line, before),
+		      "offset kind %d: %llu is not line + its offset %llu, in [%llu, %llu]",
+		      (int)kind, (unsigned long long)ns, (unsigned long long)offset,
+		      (unsigned long long)(calib_line_eval(line, before) + offset),
+		      (unsigned long long)(calib_line_eval(line, after) + offset));
+	return ns;
+}
+
+/* The fast read, as a function of the careful read's shape. */
+static bool clock_test_fast_offset(uint32_t mode, enum clock_offset_kind kind, struct timespec *ts)
+{
+	return clock_fast_offset_clock(mode, kind, ts);
+}
+
+static bool clock_test_answer_offset(uint32_t mode, enum clock_offset_kind kind,
+				     struct timespec *ts)
+{
+	return clock_answer_offset_clock(mode, kind, ts);
+}
+
+/* CLOCK_BOOTTIME and CLOCK_TAI (and REALTIME, through the same function)
+ * are the line plus their own offset, from the careful read, from the fast
+ * read once the careful one has set the clamp and the second, and from
+ * both together; the fast read answers wherever it can (not with getcpu). */
+START_TEST(test_clock_offset_clocks)
+{
+	uint32_t mode = clock_test_modes[_i];
+	struct calib_line line =
+	    clock_test_line_at(CLOCK_TEST_MULT, clock_test_tsc(), 3000 * NS_PER_SEC + 500000000);
+
+	ck_assert_msg(clock_test_pinned, "cannot pin the test thread to its CPU");
+	clock_test_publish_all(line);
+	clock_test_set_offsets(CLOCK_TEST_REALTIME_OFFSET, CLOCK_TEST_BOOTTIME_OFFSET,
+			       CLOCK_TEST_TAI_OFFSET);
+	for (unsigned i = 0; i < 300; i++) {
+		for (unsigned k = 0; k < 3; k++) {
+			enum clock_offset_kind kind = clock_test_offset_kinds[k];
+			struct timespec ts;
+
+			clock_test_offset_read(clock_careful_offset_clock, mode, kind, line);
+			if (mode & CLOCK_CPU_GETCPU) {
+				ck_assert(!clock_fast_offset_clock(mode, kind, &ts));
+			} else if (clock_thread.seconds[kind].sec ==
+				   (int64_t)((calib_line_eval(line, clock_test_tsc()) +
+					      table_shared.offset_ns[kind]) /
+					     NS_PER_SEC)) {
+				/* Still in the second the careful read cached. */
+				clock_test_offset_read(clock_test_fast_offset, mode, kind, line);
+			}
+			clock_test_offset_read(clock_test_answer_offset, mode, kind, line);
+		}
+	}
+}
+END_TEST
+
+/* Each clock keeps its own cached second: a BOOTTIME answer in one second,
+ * then a TAI answer in another, then REALTIME and MONOTONIC in others, are
+ * each right, and the fast read of each still answers afterwards (its
+ * second was not overwritten by another clock's). The line crawls, so no
+ * clock crosses a second meanwhile. */
+START_TEST(test_clock_offset_seconds_independent)
+{
+	uint32_t mode = clock_test_modes[_i];
+	const uint64_t mono = 1000 * NS_PER_SEC + 500000000;
+	struct calib_line line = clock_test_line_at(CLOCK_TEST_CRAWL_MULT, clock_test_tsc(), mono);
+	struct timespec ts;
+
+	ck_assert_msg(clock_test_pinned, "cannot pin the test thread to its CPU");
+	clock_test_publish_all(line);
+	clock_test_set_offsets(CLOCK_TEST_REALTIME_OFFSET, CLOCK_TEST_BOOTTIME_OFFSET,
+			       CLOCK_TEST_TAI_OFFSET);
+	for (unsigned round = 0; round < 3; round++) {
+		clock_test_offset_read(clock_test_answer_offset, mode, CLOCK_OFFSET_BOOTTIME, line);
+		clock_test_offset_read(clock_test_answer_offset, mode, CLOCK_OFFSET_TAI, line);
+		clock_test_offset_read(clock_test_answer_offset, mode, CLOCK_OFFSET_REALTIME, line);
+		ck_assert(clock_answer_monotonic(mode, &ts));
+		ck_assert_int_eq(ts.tv_sec, (time_t)(mono / NS_PER_SEC));
+	}
+	/* With every second cached, the fast read answers each clock in turn
+	 * (getcpu is a call: only the careful read answers there). */
+	for (unsigned round = 0; round < 3 && !(mode & CLOCK_CPU_GETCPU); round++) {
+		clock_test_offset_read(clock_test_fast_offset, mode, CLOCK_OFFSET_BOOTTIME, line);
+		clock_test_offset_read(clock_test_fast_offset, mode, CLOCK_OFFSET_TAI, line);
+		clock_test_offset_read(clock_test_fast_offset, mode, CLOCK_OFFSET_REALTIME, line);
+		ck_assert(clock_fast_monotonic(mode, &ts));
+	}
+	/* Each second is its clock's own. */
+	ck_assert_int_eq(clock_thread.seconds[CLOCK_OFFSET_NONE].sec, (int64_t)(mono / NS_PER_SEC));
+	for (unsigned k = 0; k < 3; k++) {
+		enum clock_offset_kind kind = clock_test_offset_kinds[k];
+
+		ck_assert_int_eq(clock_thread.seconds[kind].sec,
+				 (int64_t)((mono + table_shared.offset_ns[kind]) / NS_PER_SEC));
+	}
+}
+END_TEST
+
+/* An offset that moves forward (the machine resumed: BOOTTIME and
+ * REALTIME jump; TAI steps with REALTIME) never takes a clock back within
+ * the thread, by small steps and large, from the fast read and the careful
+ * one alike; each answer is on the line plus the offset just published. */
+START_TEST(test_clock_offset_moves_forward)
+{
+	uint32_t mode = clock_test_modes[_i];
+	struct calib_line line =
+	    clock_test_line_at(CLOCK_TEST_MULT, clock_test_tsc(), 9000 * NS_PER_SEC + 999000000);
+	uint64_t realtime = CLOCK_TEST_REALTIME_OFFSET, boottime = CLOCK_TEST_BOOTTIME_OFFSET;
+	uint64_t tai = CLOCK_TEST_TAI_OFFSET;
+	uint64_t last[CLOCK_OFFSET_COUNT] = { 0 };
+
+	clock_test_publish_all(line);
+	for (unsigned step = 0; step < 200; step++) {
+		/* 1 ns, 1 us, 1 ms and 40 s forward, in turn. */
+		static const uint64_t by[] = { 1, 1000, 1000000, 40 * NS_PER_SEC };
+		uint64_t forward = by[step % 4];
+
+		boottime += forward;
+		realtime += forward;
+		tai += forward + (step % 7 == 0 ? NS_PER_SEC : 0); /* now and then a leap */
+		clock_test_set_offsets(realtime, boottime, tai);
+		for (unsigned k = 0; k < 3; k++) {
+			enum clock_offset_kind kind = clock_test_offset_kinds[k];
+			uint64_t ns, again;
+
+			ns = clock_test_offset_read(clock_test_answer_offset, mode, kind, line);
+			ck_assert_msg(ns >= last[kind], "offset kind %d went back %llu ns",
+				      (int)kind, (unsigned long long)(last[kind] - ns));
+			again =
+			    clock_test_offset_read(clock_careful_offset_clock, mode, kind, line);
+			ck_assert_msg(again >= ns, "offset kind %d went back %llu ns", (int)kind,
+				      (unsigned long long)(ns - again));
+			last[kind] = again;
+		}
+	}
+}
+END_TEST
+
 /* What another thread, with a fresh clamp, reads. */
 struct clock_test_reader {
 	uint32_t mode;
@@ -631,6 +803,9 @@ Suite *suite_clock(void)
 	tcase_add_loop_test(tc, test_clock_no_line_reported, 0, modes);
 	tcase_add_loop_test(tc, test_clock_realtime_reanchored, 0, modes);
 	tcase_add_loop_test(tc, test_clock_fast_gives_up, 0, modes);
+	tcase_add_loop_test(tc, test_clock_offset_clocks, 0, modes);
+	tcase_add_loop_test(tc, test_clock_offset_seconds_independent, 0, modes);
+	tcase_add_loop_test(tc, test_clock_offset_moves_forward, 0, modes);
 	tcase_add_test(tc, test_clock_no_slope_stored_empty);
 	suite_add_tcase(suite, tc);
 	return suite;

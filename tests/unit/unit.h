@@ -9,6 +9,7 @@ Suite *suite_histogram(void);
 Suite *suite_settings(void);
 Suite *suite_table(void);
 Suite *suite_clock(void);
+Suite *suite_clock_table(void);
 Suite *suite_refresh(void);
 Suite *suite_cpu(void);
 Suite *suite_evidence(void);

@@ -1,0 +1,210 @@
+/* The clock table's rows and the api_flags bits they name: each row's bit
+ * is its clock id's, the groups of bits never share one, and each row is
+ * found by its id and by its offset kind. No TSC is read: this suite runs
+ * on any machine. */
+#include "config.h"
+
+#include <limits.h>
+#include <stdint.h>
+#include <string.h>
+#include <time.h>
+
+#include "clock_table.h"
+#include "unit.h"
+
+/* Every single bit api_flags may hold, by group, for the disjointness
+ * test: clock ids, the other entry points, how the counter is read. */
+static const struct {
+	const char *name;
+	uint32_t bit;
+} clock_table_test_bits[] = {
+	{ "CLOCK_API_REALTIME", CLOCK_API_REALTIME },
+	{ "CLOCK_API_MONOTONIC", CLOCK_API_MONOTONIC },
+	{ "CLOCK_API_BOOTTIME", CLOCK_API_BOOTTIME },
+	{ "CLOCK_API_TAI", CLOCK_API_TAI },
+	{ "CLOCK_API_GETTIMEOFDAY", CLOCK_API_GETTIMEOFDAY },
+	{ "CLOCK_API_TIME", CLOCK_API_TIME },
+	{ "CLOCK_API_TIMESPEC_GET", CLOCK_API_TIMESPEC_GET },
+	{ "CLOCK_MODE_RELAXED", CLOCK_MODE_RELAXED },
+	{ "CLOCK_READ_LFENCE", CLOCK_READ_LFENCE },
+	{ "CLOCK_CPU_GETCPU", CLOCK_CPU_GETCPU },
+	{ "CLOCK_START_PENDING", CLOCK_START_PENDING },
+	{ "CLOCK_LIBC_CLAMPED", CLOCK_LIBC_CLAMPED },
+};
+
+#define CLOCK_TABLE_TEST_BIT_COUNT (sizeof clock_table_test_bits / sizeof clock_table_test_bits[0])
+
+/* The bits below CLOCK_ID_BITS: the ones clock_gettime tests by id. */
+#define CLOCK_TABLE_TEST_ID_MASK ((1u << CLOCK_ID_BITS) - 1u)
+
+/* Each row's api bit is 1 << its clock id, below CLOCK_ID_BITS; it reads
+ * its own bit among its entry points and no other clock id's; ids and
+ * offset kinds are each used once; together the rows cover every entry
+ * point, and only REALTIME's row has gettimeofday, time and timespec_get. */
+START_TEST(test_clock_table_rows)
+{
+	uint32_t apis = 0, entry_points = 0;
+
+	for (unsigned i = 0; i < CLOCK_TABLE_ROWS; i++) {
+		const struct clock_row *row = &clock_table[i];
+		uint32_t others = CLOCK_API_GETTIMEOFDAY | CLOCK_API_TIME | CLOCK_API_TIMESPEC_GET;
+
+		ck_assert_msg(row->id >= 0 && (unsigned)row->id < CLOCK_ID_BITS,
+			      "%s: clock id %d has no bit below CLOCK_ID_BITS", row->name,
+			      (int)row->id);
+		ck_assert_msg(row->api == 1u << row->id, "%s: api bit %#x, not 1 << %d", row->name,
+			      row->api, (int)row->id);
+		ck_assert_msg((row->api & ~CLOCK_TABLE_TEST_ID_MASK) == 0,
+			      "%s: api bit %#x at or above CLOCK_ID_BITS", row->name, row->api);
+		ck_assert_msg((row->api & CLOCK_API_CLOCK_IDS) == row->api,
+			      "%s: api bit %#x missing from CLOCK_API_CLOCK_IDS", row->name,
+			      row->api);
+		ck_assert_msg((row->entry_points & CLOCK_TABLE_TEST_ID_MASK) == row->api,
+			      "%s: entry points %#x name clock ids other than its own (%#x)",
+			      row->name, row->entry_points, row->api);
+		ck_assert_msg((row->entry_points & ~CLOCK_API_ALL) == 0,
+			      "%s: entry points %#x hold a bit that is no entry point", row->name,
+			      row->entry_points);
+		ck_assert_msg(row->offset < CLOCK_OFFSET_COUNT, "%s: offset kind %d", row->name,
+			      (int)row->offset);
+		ck_assert_msg((row->entry_points & others) == 0 || row->id == CLOCK_REALTIME,
+			      "%s: gettimeofday, time or timespec_get read it", row->name);
+		ck_assert_msg((apis & row->api) == 0, "%s: clock id used twice", row->name);
+		ck_assert_msg((entry_points & row->entry_points) == 0,
+			      "%s: an entry point read by two rows", row->name);
+		for (unsigned j = 0; j < i; j++)
+			ck_assert_msg(clock_table[j].offset != row->offset,
+				      "%s and %s add the same offset kind", clock_table[j].name,
+				      row->name);
+		apis |= row->api;
+		entry_points |= row->entry_points;
+	}
+	ck_assert_uint_eq(apis, CLOCK_API_CLOCK_IDS);
+	ck_assert_uint_eq(entry_points, CLOCK_API_ALL);
+}
+END_TEST
+
+/* Each row says which clock and offset it is, and its name says so too. */
+START_TEST(test_clock_table_row_contents)
+{
+	static const struct {
+		clockid_t id;
+		const char *name;
+		enum clock_offset_kind offset;
+		uint32_t api;
+	} expected[] = {
+		{ CLOCK_REALTIME, "CLOCK_REALTIME", CLOCK_OFFSET_REALTIME, CLOCK_API_REALTIME },
+		{ CLOCK_MONOTONIC, "CLOCK_MONOTONIC", CLOCK_OFFSET_NONE, CLOCK_API_MONOTONIC },
+		{ CLOCK_BOOTTIME, "CLOCK_BOOTTIME", CLOCK_OFFSET_BOOTTIME, CLOCK_API_BOOTTIME },
+		{ CLOCK_TAI, "CLOCK_TAI", CLOCK_OFFSET_TAI, CLOCK_API_TAI },
+	};
+
+	ck_assert_uint_eq(sizeof expected / sizeof expected[0], CLOCK_TABLE_ROWS);
+	for (unsigned i = 0; i < CLOCK_TABLE_ROWS; i++) {
+		const struct clock_row *row = clock_table_row(expected[i].id);
+
+		ck_assert_msg(row != NULL, "no row for %s", expected[i].name);
+		ck_assert_str_eq(row->name, expected[i].name);
+		ck_assert_msg(row->offset == expected[i].offset, "%s adds offset kind %d, not %d",
+			      row->name, (int)row->offset, (int)expected[i].offset);
+		ck_assert_uint_eq(row->api, expected[i].api);
+	}
+}
+END_TEST
+
+/* Every bit is one bit, and no two share it: clock ids, entry points and
+ * read modes can be tested in one word without confusing them. The groups
+ * sit where clock_table.h puts them: ids below CLOCK_ID_BITS, the rest at
+ * or above it. */
+START_TEST(test_clock_table_bits_disjoint)
+{
+	uint32_t seen = 0;
+
+	for (unsigned i = 0; i < CLOCK_TABLE_TEST_BIT_COUNT; i++) {
+		uint32_t bit = clock_table_test_bits[i].bit;
+
+		ck_assert_msg(bit != 0 && (bit & (bit - 1)) == 0, "%s is %#x, not one bit",
+			      clock_table_test_bits[i].name, bit);
+		ck_assert_msg((seen & bit) == 0, "%s (%#x) shares its bit with another",
+			      clock_table_test_bits[i].name, bit);
+		seen |= bit;
+	}
+	ck_assert_uint_eq(CLOCK_API_CLOCK_IDS & ~CLOCK_TABLE_TEST_ID_MASK, 0);
+	ck_assert_uint_eq((CLOCK_API_GETTIMEOFDAY | CLOCK_API_TIME | CLOCK_API_TIMESPEC_GET) &
+			      CLOCK_TABLE_TEST_ID_MASK,
+			  0);
+	ck_assert_uint_eq((CLOCK_READ_BITS | CLOCK_START_PENDING | CLOCK_LIBC_CLAMPED) &
+			      CLOCK_TABLE_TEST_ID_MASK,
+			  0);
+	ck_assert_uint_eq(CLOCK_READ_BITS,
+			  CLOCK_MODE_RELAXED | CLOCK_READ_LFENCE | CLOCK_CPU_GETCPU);
+	ck_assert_uint_eq(CLOCK_READ_BITS & CLOCK_API_ALL, 0);
+	ck_assert_uint_eq(CLOCK_READ_BITS & (CLOCK_START_PENDING | CLOCK_LIBC_CLAMPED), 0);
+	ck_assert_uint_eq(CLOCK_API_ALL & (CLOCK_START_PENDING | CLOCK_LIBC_CLAMPED), 0);
+	ck_assert_uint_eq(CLOCK_START_PENDING & CLOCK_LIBC_CLAMPED, 0);
+}
+END_TEST
+
+/* clock_table_row finds each row by its id, and nothing for the clocks
+ * libc answers: MONOTONIC_RAW (no lines of its own), the coarse clocks,
+ * the CPU-time clocks, the alarm clocks, unused and negative ids. */
+START_TEST(test_clock_table_row_lookup)
+{
+	static const clockid_t none[] = {
+		CLOCK_MONOTONIC_RAW,
+		CLOCK_REALTIME_COARSE,
+		CLOCK_MONOTONIC_COARSE,
+		CLOCK_PROCESS_CPUTIME_ID,
+		CLOCK_THREAD_CPUTIME_ID,
+		CLOCK_REALTIME_ALARM,
+		CLOCK_BOOTTIME_ALARM,
+		10,
+		CLOCK_ID_BITS,
+		-1,
+		-6,
+		INT_MIN,
+		INT_MAX,
+	};
+
+	for (unsigned i = 0; i < CLOCK_TABLE_ROWS; i++)
+		ck_assert_msg(clock_table_row(clock_table[i].id) == &clock_table[i],
+			      "%s not found by its id %d", clock_table[i].name,
+			      (int)clock_table[i].id);
+	for (unsigned i = 0; i < sizeof none / sizeof none[0]; i++)
+		ck_assert_msg(clock_table_row(none[i]) == NULL, "clock id %d has a row (%s)",
+			      (int)none[i], clock_table_row(none[i])->name);
+}
+END_TEST
+
+/* Every offset kind has its row, and the row of a row's offset kind is
+ * that row: offset kind and clock id lead to each other. */
+START_TEST(test_clock_table_offset_round_trip)
+{
+	for (unsigned kind = 0; kind < CLOCK_OFFSET_COUNT; kind++) {
+		const struct clock_row *row =
+		    clock_table_row_for_offset((enum clock_offset_kind)kind);
+
+		ck_assert_msg(row != NULL, "no row adds offset kind %u", kind);
+		ck_assert_uint_eq(row->offset, kind);
+		ck_assert_ptr_eq(clock_table_row(row->id), row);
+	}
+	for (unsigned i = 0; i < CLOCK_TABLE_ROWS; i++)
+		ck_assert_ptr_eq(clock_table_row_for_offset(clock_table[i].offset),
+				 &clock_table[i]);
+	ck_assert_ptr_null(clock_table_row_for_offset(CLOCK_OFFSET_COUNT));
+}
+END_TEST
+
+Suite *suite_clock_table(void)
+{
+	Suite *suite = suite_create("clock_table");
+	TCase *tc = tcase_create("rows and bits");
+
+	tcase_add_test(tc, test_clock_table_rows);
+	tcase_add_test(tc, test_clock_table_row_contents);
+	tcase_add_test(tc, test_clock_table_bits_disjoint);
+	tcase_add_test(tc, test_clock_table_row_lookup);
+	tcase_add_test(tc, test_clock_table_offset_round_trip);
+	suite_add_tcase(suite, tc);
+	return suite;
+}
