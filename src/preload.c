@@ -203,12 +203,6 @@ static inline uint32_t preload_entry_api(enum preload_entry entry)
 	return 1u << entry;
 }
 
-/* Whether the entry is clock_gettime's (of a clock id in the table). */
-static inline bool preload_entry_is_clock(enum preload_entry entry)
-{
-	return (unsigned)entry < CLOCK_ID_BITS;
-}
-
 /* The offset the entry's clock adds to the monotonic lines. */
 static inline enum clock_offset_kind preload_entry_offset(enum preload_entry entry)
 {
@@ -304,6 +298,24 @@ static inline union preload_libc_arg preload_fast_read_arg(enum preload_entry en
 	return PRELOAD_NO_ARG;
 }
 
+/* After libc answered a clock with an offset (REALTIME, BOOTTIME, TAI, and
+ * so gettimeofday, time and timespec_get; its lines stale, or none on this
+ * CPU), this thread's monotonic floor is raised to libc's monotonic clock
+ * now, as a libc answer of CLOCK_MONOTONIC raises it: a line that comes
+ * back a little behind the kernel's clock (restarted after a stall) would
+ * otherwise give this thread an earlier answer than libc's just before,
+ * and CLOCK_BOOTTIME, like the kernel's, must never go back. One more call
+ * of libc's, on this path only; the caller keeps libc's errno. */
+static void preload_raise_monotonic_floor(void)
+{
+	struct timespec mono;
+	int saved_errno = errno;
+
+	if (libc_clock_gettime(CLOCK_MONOTONIC, &mono) == 0)
+		preload_clamp_monotonic(&mono);
+	errno = saved_errno;
+}
+
 /* The slow path, for every entry point whose fast read gave up: the
  * careful read, and libc when that cannot answer either, with a step of
  * the clock followed and the clamp applied. */
@@ -324,7 +336,9 @@ static inline __attribute__((always_inline)) long preload_slow_path(enum preload
 	stale = preload_lines_stale();
 	rc = preload_ask_libc(entry, out, preload_fast_read_arg(entry));
 	preload_follow_step(preload_entry_offset(entry), stale);
-	return preload_give(entry, out, preload_clamp(entry, out, rc));
+	rc = preload_clamp(entry, out, rc);
+	preload_raise_monotonic_floor();
+	return preload_give(entry, out, rc);
 }
 
 /* A call left to libc (the TSC does not answer this entry point, yet or any

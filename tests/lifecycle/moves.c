@@ -4,17 +4,20 @@
  *
  *   moves step        CLOCK_REALTIME is set by +1 s, -1 s (a leap second),
  *                     +10 s, -10 s, +3 h and -3 h in turn: the library's
- *                     CLOCK_REALTIME, gettimeofday and timespec_get follow
- *                     each step, and CLOCK_MONOTONIC never goes back.
+ *                     CLOCK_REALTIME, gettimeofday, timespec_get and
+ *                     CLOCK_TAI follow each step (TAI keeping the kernel's
+ *                     distance from REALTIME), and CLOCK_MONOTONIC never
+ *                     goes back.
  *   moves step-slow   the same with every read of the kernel's clock made
  *                     1.2 us slow, as where it is a system call: the
  *                     library's sandwiches are wider than a microsecond.
- *   moves slew PPM    both clocks slewed by PPM parts per million for 3 s,
- *                     then not: the library's CLOCK_MONOTONIC follows the
- *                     kernel's within MOVES_SLEW_ERROR_NS while it slews,
- *                     and within MOVES_SETTLED_ERROR_NS from 2 s after the
- *                     slew ends; it never goes back, and never stands
- *                     still for 1 ms while the lines answer.
+ *   moves slew PPM    the clocks slewed by PPM parts per million for 3 s,
+ *                     then not: the library's CLOCK_MONOTONIC and
+ *                     CLOCK_BOOTTIME follow the kernel's within
+ *                     MOVES_SLEW_ERROR_NS while it slews, and within
+ *                     MOVES_SETTLED_ERROR_NS from 2 s after the slew ends;
+ *                     neither goes back, or stands still for 1 ms while the
+ *                     lines answer.
  *   moves slew-under LOAD PPM
  *                     the same slew beside a load that keeps the refresh
  *                     thread from running: fifo-hop (a SCHED_FIFO busy
@@ -23,14 +26,26 @@
  *                     (the tap holds it in a round, on a visit to a CPU,
  *                     which is then left for a while); the slew
  *                     stops under the load. Whoever answers (the lines or
- *                     libc), the clock never goes back, never stands still
- *                     for 1 ms, and is off by no more than the slew test
- *                     allows.
+ *                     libc), CLOCK_MONOTONIC and CLOCK_BOOTTIME never go
+ *                     back, never stand still for 1 ms, and are off by no
+ *                     more than the slew test allows.
+ *   moves suspend     the machine resumes after 5 s, then after 30 s, of
+ *                     suspend (the tap moves CLOCK_BOOTTIME, CLOCK_REALTIME
+ *                     and CLOCK_TAI, not CLOCK_MONOTONIC): the library's
+ *                     BOOTTIME, REALTIME (all three functions) and TAI
+ *                     follow, BOOTTIME never goes back, and CLOCK_MONOTONIC
+ *                     stays with the kernel's throughout.
  *   moves fallback    the refresh thread's clock runs 300 us ahead of what
  *                     libc answers everyone else, so the lines do too; the
  *                     thread is then held until the lines go stale, and
- *                     each of the four functions, answered by libc, must
- *                     never go back in the reading thread.
+ *                     each of the four functions (and CLOCK_BOOTTIME and
+ *                     CLOCK_TAI), answered by libc, must never go back in
+ *                     the reading thread.
+ *
+ * CLOCK_BOOTTIME and CLOCK_TAI are checked where the library answers them
+ * from the TSC: the scripts force it (FASTTIME_FORCE=1); where a reading
+ * lets the library choose and it chose libc, their checks are left out,
+ * and the output says so.
  *
  * How long each step took to be followed is printed, not judged: the
  * machines are shared. A step not followed within 10 s fails. */
@@ -54,6 +69,8 @@ static void (*moves_slew)(int64_t ppm);
 static uint64_t (*moves_tap_realtime_ns)(void);
 static uint64_t (*moves_tap_monotonic_ns)(void);
 static void (*moves_hold_visiting)(bool hold);
+static void (*moves_suspend)(int64_t ns);
+static uint64_t (*moves_tap_clock_ns)(clockid_t id);
 
 static void moves_find_tap(void)
 {
@@ -64,19 +81,85 @@ static void moves_find_tap(void)
 	moves_tap_realtime_ns = (uint64_t(*)(void))dlsym(RTLD_DEFAULT, "life_tap_realtime_ns");
 	moves_tap_monotonic_ns = (uint64_t(*)(void))dlsym(RTLD_DEFAULT, "life_tap_monotonic_ns");
 	moves_hold_visiting = (void (*)(bool))dlsym(RTLD_DEFAULT, "life_tap_hold_refresh_visiting");
+	moves_suspend = (void (*)(int64_t))dlsym(RTLD_DEFAULT, "life_tap_suspend");
+	moves_tap_clock_ns = (uint64_t(*)(clockid_t))dlsym(RTLD_DEFAULT, "life_tap_clock_ns");
 	if (moves_set_realtime == NULL || moves_slow_reads == NULL || moves_lead_refresh == NULL ||
 	    moves_slew == NULL || moves_tap_realtime_ns == NULL || moves_tap_monotonic_ns == NULL ||
-	    moves_hold_visiting == NULL)
+	    moves_hold_visiting == NULL || moves_suspend == NULL || moves_tap_clock_ns == NULL)
 		life_fail("the tap's clock controls are missing");
+}
+
+/* The preloaded clock id, in ns. */
+static uint64_t moves_clock_ns(clockid_t id)
+{
+	struct timespec ts;
+
+	if (clock_gettime(id, &ts) != 0)
+		life_fail("clock_gettime(%d) failed", (int)id);
+	return life_ns(&ts);
 }
 
 /* The preloaded CLOCK_REALTIME, in ns. */
 static uint64_t moves_real_ns(void)
 {
-	struct timespec ts;
+	return moves_clock_ns(CLOCK_REALTIME);
+}
 
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return life_ns(&ts);
+/* Whether the scripts forced the TSC on every entry point it can answer
+ * (FASTTIME_FORCE, as life_require_fast reads it). */
+static bool moves_forced(void)
+{
+	const char *force = getenv("FASTTIME_FORCE");
+
+	return force != NULL && *force != '\0' && strcmp(force, "0") != 0 &&
+	       strcmp(force, "no") != 0;
+}
+
+/* Whether the library answers clock id from the TSC: a batch of reads
+ * that the tap sees none of, within 3 s. Forced, it must; left to choose,
+ * it may have chosen libc, and then the checks of that clock would test
+ * libc: they are left out, and the output says so. */
+static bool moves_clock_fast(clockid_t id, const char *name)
+{
+	uint64_t deadline = life_libc_mono_ns() + 3 * LIFE_NS_PER_SEC;
+
+	do {
+		uint64_t before = life_fallthrough();
+
+		for (int i = 0; i < 1000; i++)
+			moves_clock_ns(id);
+		if (life_fallthrough() == before)
+			return true;
+		life_sleep_ms(5);
+	} while (life_libc_mono_ns() < deadline);
+	if (moves_forced())
+		life_fail("%s not answered from the TSC 3 s after the first call, although "
+			  "FASTTIME_FORCE=%s",
+			  name, getenv("FASTTIME_FORCE"));
+	life_say("%s: the library chose libc (FASTTIME_FORCE is off): its checks are left out",
+		 name);
+	return false;
+}
+
+/* Whether the library answers CLOCK_TAI from the TSC (moves_steps, moves_suspends),
+ * and the kernel's CLOCK_TAI minus CLOCK_REALTIME, a whole number of
+ * seconds (the TAI offset it was given; 0 where none was). */
+static bool moves_tai_fast;
+static int64_t moves_kernel_tai_minus_real;
+
+/* The kernel's TAI offset, read from libc around the tap and the library. */
+static int64_t moves_read_kernel_tai_offset(void)
+{
+	struct timespec real, tai;
+	int64_t diff;
+
+	if (life_libc.clock_gettime(CLOCK_REALTIME, &real) != 0 ||
+	    life_libc.clock_gettime(CLOCK_TAI, &tai) != 0)
+		life_skip("the kernel has no CLOCK_TAI");
+	diff = (int64_t)life_ns(&tai) - (int64_t)life_ns(&real);
+	/* Rounded to the second: the read between costs a little. */
+	return (diff + (int64_t)LIFE_NS_PER_SEC / 2) / (int64_t)LIFE_NS_PER_SEC *
+	       (int64_t)LIFE_NS_PER_SEC;
 }
 
 /* The preloaded monotonic clock, which must never go back across steps. */
@@ -90,6 +173,29 @@ static void moves_check_mono(void)
 		life_fail("CLOCK_MONOTONIC went back by %llu ns",
 			  (unsigned long long)(moves_last_mono - now));
 	moves_last_mono = now;
+}
+
+/* The preloaded CLOCK_BOOTTIME's last answer, which must never go back
+ * (moves_boot_follows). */
+static uint64_t moves_last_boot;
+static bool moves_boot_fast;
+
+/* The preloaded CLOCK_MONOTONIC, which a suspend must leave with the
+ * kernel's: within tolerance_ns of the tap's clock read around it, and
+ * never back. */
+static void moves_check_mono_unmoved(uint64_t tolerance_ns)
+{
+	uint64_t before = moves_tap_monotonic_ns();
+	uint64_t answer = life_mono_ns();
+	uint64_t after = moves_tap_monotonic_ns();
+
+	if (answer < moves_last_mono)
+		life_fail("CLOCK_MONOTONIC went back by %llu ns",
+			  (unsigned long long)(moves_last_mono - answer));
+	moves_last_mono = answer;
+	if (answer + tolerance_ns < before || answer > after + tolerance_ns)
+		life_fail("CLOCK_MONOTONIC moved with the suspend: %+.6f s from the kernel's",
+			  ((double)answer - (double)before) / 1e9);
 }
 
 /* What the last moves_follows found: which answer, how far off. */
@@ -108,8 +214,26 @@ static bool moves_near(const char *what, uint64_t before, uint64_t answer, uint6
 	return false;
 }
 
-/* Whether the three precise realtime answers are within tolerance of the
- * tap's clock now. */
+/* Whether the library's CLOCK_TAI is within tolerance of the tap's, and
+ * its distance from the library's CLOCK_REALTIME (read around it) is the
+ * kernel's. */
+static bool moves_tai_follows(uint64_t tolerance_ns)
+{
+	uint64_t before, answer, real_before, real_after;
+
+	before = moves_tap_clock_ns(CLOCK_TAI);
+	answer = moves_clock_ns(CLOCK_TAI);
+	if (!moves_near("CLOCK_TAI", before, answer, moves_tap_clock_ns(CLOCK_TAI), tolerance_ns))
+		return false;
+	real_before = moves_real_ns();
+	answer = moves_clock_ns(CLOCK_TAI) - (uint64_t)moves_kernel_tai_minus_real;
+	real_after = moves_real_ns();
+	return moves_near("CLOCK_TAI's distance from CLOCK_REALTIME", real_before, answer,
+			  real_after, tolerance_ns);
+}
+
+/* Whether the three precise realtime answers (and CLOCK_TAI, where the
+ * library answers it) are within tolerance of the tap's clock now. */
 static bool moves_follows(uint64_t tolerance_ns)
 {
 	struct timespec spec;
@@ -128,7 +252,27 @@ static bool moves_follows(uint64_t tolerance_ns)
 		return false;
 	before = moves_tap_realtime_ns();
 	timespec_get(&spec, TIME_UTC);
-	return moves_near("timespec_get", before, life_ns(&spec), moves_tap_realtime_ns(),
+	if (!moves_near("timespec_get", before, life_ns(&spec), moves_tap_realtime_ns(),
+			tolerance_ns))
+		return false;
+	return !moves_tai_fast || moves_tai_follows(tolerance_ns);
+}
+
+/* Whether the library's CLOCK_BOOTTIME (where it answers it) is within
+ * tolerance of the tap's now; fails if it went back. */
+static bool moves_boot_follows(uint64_t tolerance_ns)
+{
+	uint64_t before, answer;
+
+	if (!moves_boot_fast)
+		return true;
+	before = moves_tap_clock_ns(CLOCK_BOOTTIME);
+	answer = moves_clock_ns(CLOCK_BOOTTIME);
+	if (answer < moves_last_boot)
+		life_fail("CLOCK_BOOTTIME went back by %llu ns",
+			  (unsigned long long)(moves_last_boot - answer));
+	moves_last_boot = answer;
+	return moves_near("CLOCK_BOOTTIME", before, answer, moves_tap_clock_ns(CLOCK_BOOTTIME),
 			  tolerance_ns);
 }
 
@@ -166,6 +310,12 @@ static void moves_steps(void)
 {
 	const int64_t s = (int64_t)LIFE_NS_PER_SEC;
 
+	moves_kernel_tai_minus_real = moves_read_kernel_tai_offset();
+	moves_tai_fast = moves_clock_fast(CLOCK_TAI, "CLOCK_TAI");
+	life_say("the kernel's CLOCK_TAI is CLOCK_REALTIME %+lld s%s",
+		 (long long)(moves_kernel_tai_minus_real / s),
+		 moves_tai_fast ? "; CLOCK_TAI answered from the TSC" : "");
+
 	moves_one_step(s, "+1 s");
 	moves_one_step(-s, "-1 s");
 	moves_one_step(10 * s, "+10 s");
@@ -174,10 +324,78 @@ static void moves_steps(void)
 	moves_one_step(-3 * 3600 * s, "-3 h");
 }
 
-/* How the library's CLOCK_MONOTONIC kept up with a slewed kernel clock. */
+/* Fakes a resume after ns of suspend and waits until the library
+ * follows: its CLOCK_BOOTTIME, CLOCK_REALTIME (all three functions) and
+ * CLOCK_TAI within tolerance of the tap's, BOOTTIME never back, and
+ * CLOCK_MONOTONIC with the kernel's all along. */
+static void moves_one_suspend(int64_t ns, const char *name)
+{
+	const uint64_t tolerance = 100000; /* far below any suspend, far above an error */
+	uint64_t start, seen = 0;
+
+	moves_suspend(ns);
+	start = life_libc_mono_ns();
+	while (life_libc_mono_ns() - start < 10 * LIFE_NS_PER_SEC) {
+		moves_check_mono_unmoved(tolerance);
+		if (moves_boot_follows(tolerance) && moves_follows(tolerance)) {
+			seen = life_libc_mono_ns();
+			break;
+		}
+	}
+	if (seen == 0)
+		life_fail("resumed after %s of suspend: not followed 10 s later (%s %+.6f s from "
+			  "the kernel's)",
+			  name, moves_off_what, (double)moves_off_by / 1e9);
+	life_say("resumed after %s: followed after %.1f ms", name, (double)(seen - start) / 1e6);
+	for (int i = 0; i < 1000; i++) {
+		moves_check_mono_unmoved(tolerance);
+		if (!moves_boot_follows(tolerance) || !moves_follows(tolerance))
+			life_fail("resumed after %s: followed, then lost: %s %+lld ns from the "
+				  "kernel's clock",
+				  name, moves_off_what, (long long)moves_off_by);
+	}
+}
+
+static void moves_suspends(void)
+{
+	const int64_t s = (int64_t)LIFE_NS_PER_SEC;
+
+	moves_kernel_tai_minus_real = moves_read_kernel_tai_offset();
+	moves_boot_fast = moves_clock_fast(CLOCK_BOOTTIME, "CLOCK_BOOTTIME");
+	moves_tai_fast = moves_clock_fast(CLOCK_TAI, "CLOCK_TAI");
+	life_say("CLOCK_BOOTTIME %s, CLOCK_TAI %s",
+		 moves_boot_fast ? "from the TSC" : "left to libc",
+		 moves_tai_fast ? "from the TSC" : "left to libc");
+	/* Each check holds before the first resume, or the test says nothing. */
+	moves_last_mono = life_mono_ns();
+	moves_check_mono_unmoved(100000);
+	if (!moves_boot_follows(100000) || !moves_follows(100000))
+		life_fail("not with the kernel's clock before any suspend: %s %+lld ns",
+			  moves_off_what, (long long)moves_off_by);
+	moves_one_suspend(5 * s, "5 s");
+	moves_one_suspend(30 * s, "30 s");
+}
+
+/* The clocks the slew tests follow: CLOCK_MONOTONIC, and CLOCK_BOOTTIME,
+ * which the kernel slews with it (the library answers it from the same
+ * lines, plus an offset). */
+#define MOVES_SLEWED 2
+static const struct {
+	clockid_t id;
+	const char *name;
+} moves_slewed[MOVES_SLEWED] = {
+	{ CLOCK_MONOTONIC, "CLOCK_MONOTONIC" },
+	{ CLOCK_BOOTTIME, "CLOCK_BOOTTIME" },
+};
+
+/* How the library's clock kept up with a slewed kernel clock. */
 struct moves_follow {
 	uint64_t max_error_ns; /* outside the kernel's readings before and after */
-	uint64_t backward;
+	uint64_t backward, worst_back_ns;
+	/* Steps back from an answer of libc to one from the TSC, and the
+	 * other way round: which side gave the later, earlier answer. */
+	uint64_t back_libc_to_tsc, back_tsc_to_libc;
+	bool last_from_libc;
 	uint64_t longest_still_ns; /* kernel time with the same answer */
 	uint64_t libc_in_longest;  /* answers from libc during that time */
 	/* The longest time the clock surely stood still, whoever answered:
@@ -189,44 +407,73 @@ struct moves_follow {
 	uint64_t last, still_since, still_libc, still_after;
 };
 
-/* Reads the library's CLOCK_MONOTONIC between two of the kernel's (the
- * tap's) for ms of libc's time, noting into track. */
-static void moves_follow_for(unsigned ms, struct moves_follow *track)
+/* Reads the library's clock c once between two of the kernel's (the
+ * tap's), noting into track. */
+static void moves_follow_once(unsigned c, struct moves_follow *track)
+{
+	uint64_t libc_before = life_fallthrough();
+	uint64_t before = moves_tap_clock_ns(moves_slewed[c].id);
+	uint64_t answer = moves_clock_ns(moves_slewed[c].id);
+	uint64_t after = moves_tap_clock_ns(moves_slewed[c].id);
+	uint64_t error = answer < before ? before - answer : answer > after ? answer - after : 0;
+	/* The tap's reads are not counted: only the library's answer. */
+	bool from_libc = life_fallthrough() != libc_before;
+
+	track->reads++;
+	track->libc_reads += from_libc;
+	if (error > track->max_error_ns)
+		track->max_error_ns = error;
+	if (answer < track->last) {
+		track->backward++;
+		if (track->last - answer > track->worst_back_ns)
+			track->worst_back_ns = track->last - answer;
+		track->back_libc_to_tsc += track->last_from_libc && !from_libc;
+		track->back_tsc_to_libc += !track->last_from_libc && from_libc;
+	}
+	if (answer != track->last || track->still_since == 0) {
+		track->still_since = before;
+		track->still_after = after;
+		track->still_libc = track->libc_reads;
+	} else {
+		if (after - track->still_since > track->longest_still_ns) {
+			track->longest_still_ns = after - track->still_since;
+			track->libc_in_longest = track->libc_reads - track->still_libc;
+		}
+		if (before > track->still_after &&
+		    before - track->still_after > track->surely_still_ns)
+			track->surely_still_ns = before - track->still_after;
+	}
+	track->last = answer;
+	track->last_from_libc = from_libc;
+}
+
+/* Reads each slewed clock of the library in turn, for ms of libc's time,
+ * noting into tracks. */
+static void moves_follow_for(unsigned ms, struct moves_follow tracks[MOVES_SLEWED])
 {
 	uint64_t end = life_libc_mono_ns() + ms * LIFE_NS_PER_MS;
-	uint64_t libc_before = life_fallthrough(), libc_after;
 
-	while (life_libc_mono_ns() < end) {
-		uint64_t before = moves_tap_monotonic_ns();
-		uint64_t answer = life_mono_ns();
-		uint64_t after = moves_tap_monotonic_ns();
-		uint64_t error = answer < before  ? before - answer
-				 : answer > after ? answer - after
-						  : 0;
+	while (life_libc_mono_ns() < end)
+		for (unsigned c = 0; c < MOVES_SLEWED; c++)
+			moves_follow_once(c, &tracks[c]);
+}
 
-		if (error > track->max_error_ns)
-			track->max_error_ns = error;
-		if (answer < track->last)
-			track->backward++;
-		if (answer != track->last || track->still_since == 0) {
-			track->still_since = before;
-			track->still_after = after;
-			track->still_libc = life_fallthrough();
-		} else {
-			if (after - track->still_since > track->longest_still_ns) {
-				track->longest_still_ns = after - track->still_since;
-				track->libc_in_longest = life_fallthrough() - track->still_libc;
-			}
-			if (before > track->still_after &&
-			    before - track->still_after > track->surely_still_ns)
-				track->surely_still_ns = before - track->still_after;
-		}
-		track->last = answer;
-		libc_after = life_fallthrough();
-		track->reads++;
-		track->libc_reads += libc_after != libc_before;
-		libc_before = libc_after;
-	}
+/* Starts new tracks that carry on from the last answers of earlier ones. */
+static void moves_follow_from(struct moves_follow tracks[MOVES_SLEWED],
+			      const struct moves_follow earlier[MOVES_SLEWED])
+{
+	for (unsigned c = 0; c < MOVES_SLEWED; c++)
+		tracks[c] = (struct moves_follow){ .last = earlier[c].last };
+}
+
+/* Where the library leaves a slewed clock to libc (FASTTIME_FORCE off),
+ * the slew tests would test libc: they require each answered from the
+ * TSC. */
+static void moves_require_slewed_fast(void)
+{
+	for (unsigned c = 0; c < MOVES_SLEWED; c++)
+		if (!moves_clock_fast(moves_slewed[c].id, moves_slewed[c].name))
+			life_skip("%s left to libc", moves_slewed[c].name);
 }
 
 /* The bounds the slew test holds the library to, with room for a loaded
@@ -243,42 +490,61 @@ static void moves_follow_for(unsigned ms, struct moves_follow *track)
  * of 1 ms or more that no answer from libc explains: a correction of the
  * line held the clock. (Lines gone stale on a starved machine hand the
  * thread to libc, whose answer its clamp may hold; that is reported.) */
-static void moves_report(int64_t ppm, const char *phase, const struct moves_follow *track)
+static void moves_report(int64_t ppm, const char *phase, const struct moves_follow tracks[])
 {
-	life_say("slew %+lld ppm, %s: max error %llu ns, longest standstill %llu ns (%llu answers "
-		 "from libc in it), %llu steps back",
-		 (long long)ppm, phase, (unsigned long long)track->max_error_ns,
-		 (unsigned long long)track->longest_still_ns,
-		 (unsigned long long)track->libc_in_longest, (unsigned long long)track->backward);
-	if (track->backward != 0)
-		life_fail("CLOCK_MONOTONIC went back (%s)", phase);
-	if (track->longest_still_ns >= LIFE_NS_PER_MS && track->libc_in_longest == 0)
-		life_fail("CLOCK_MONOTONIC stood still for %llu ns with the lines in use (%s)",
-			  (unsigned long long)track->longest_still_ns, phase);
+	for (unsigned c = 0; c < MOVES_SLEWED; c++) {
+		const struct moves_follow *track = &tracks[c];
+		const char *name = moves_slewed[c].name;
+
+		life_say("%s, slew %+lld ppm, %s: max error %llu ns, longest standstill %llu ns "
+			 "(%llu answers from libc in it), %llu steps back",
+			 name, (long long)ppm, phase, (unsigned long long)track->max_error_ns,
+			 (unsigned long long)track->longest_still_ns,
+			 (unsigned long long)track->libc_in_longest,
+			 (unsigned long long)track->backward);
+		if (track->backward != 0)
+			life_fail(
+			    "%s went back (%s): %llu times, by up to %llu ns (%llu from libc's "
+			    "answer to the TSC's, %llu from the TSC's to libc's)",
+			    name, phase, (unsigned long long)track->backward,
+			    (unsigned long long)track->worst_back_ns,
+			    (unsigned long long)track->back_libc_to_tsc,
+			    (unsigned long long)track->back_tsc_to_libc);
+		if (track->longest_still_ns >= LIFE_NS_PER_MS && track->libc_in_longest == 0)
+			life_fail("%s stood still for %llu ns with the lines in use (%s)", name,
+				  (unsigned long long)track->longest_still_ns, phase);
+	}
+}
+
+/* Fails where a track is off by more than max_error_ns. */
+static void moves_bound(const struct moves_follow tracks[], uint64_t max_error_ns, const char *when)
+{
+	for (unsigned c = 0; c < MOVES_SLEWED; c++)
+		if (tracks[c].max_error_ns > max_error_ns)
+			life_fail("%s off by %llu ns %s", moves_slewed[c].name,
+				  (unsigned long long)tracks[c].max_error_ns, when);
 }
 
 static void moves_slew_test(int64_t ppm)
 {
-	struct moves_follow during = { 0 }, after = { 0 }, settled = { 0 };
+	struct moves_follow during[MOVES_SLEWED] = { 0 }, after[MOVES_SLEWED],
+			    settled[MOVES_SLEWED];
 
-	moves_follow_for(1000, &during);
-	during = (struct moves_follow){ .last = during.last };
+	moves_require_slewed_fast();
+	moves_follow_for(1000, during);
+	moves_follow_from(during, during);
 	moves_slew(ppm);
-	moves_follow_for(3000, &during);
+	moves_follow_for(3000, during);
 	moves_slew(0);
-	after.last = during.last;
-	moves_follow_for(2000, &after);
-	settled.last = after.last;
-	moves_follow_for(2000, &settled);
-	moves_report(ppm, "while it slewed", &during);
-	moves_report(ppm, "in the 2 s after", &after);
-	moves_report(ppm, "from then on", &settled);
-	if (during.max_error_ns > MOVES_SLEW_ERROR_NS)
-		life_fail("off by %llu ns while the kernel slewed",
-			  (unsigned long long)during.max_error_ns);
-	if (settled.max_error_ns > MOVES_SETTLED_ERROR_NS)
-		life_fail("still off by %llu ns 2 s after the slew ended",
-			  (unsigned long long)settled.max_error_ns);
+	moves_follow_from(after, during);
+	moves_follow_for(2000, after);
+	moves_follow_from(settled, after);
+	moves_follow_for(2000, settled);
+	moves_report(ppm, "while it slewed", during);
+	moves_report(ppm, "in the 2 s after", after);
+	moves_report(ppm, "from then on", settled);
+	moves_bound(during, MOVES_SLEW_ERROR_NS, "while the kernel slewed");
+	moves_bound(settled, MOVES_SETTLED_ERROR_NS, "2 s after the slew ended");
 }
 
 /* What competes with the refresh thread in moves_slew_under. */
@@ -330,21 +596,32 @@ static void moves_load_end(enum moves_load load)
  * ran ahead and went stale holds its readers at its last answer), and off
  * by no more than a slew explains. */
 static void moves_judge_under(const char *load, int64_t ppm, const char *phase,
-			      const struct moves_follow *track, uint64_t max_error_ns)
+			      const struct moves_follow tracks[], uint64_t max_error_ns)
 {
-	life_say("%s, slew %+lld ppm, %s: max error %llu ns, surely still for %llu ns, %llu "
-		 "steps back, %llu of %llu answers from libc",
-		 load, (long long)ppm, phase, (unsigned long long)track->max_error_ns,
-		 (unsigned long long)track->surely_still_ns, (unsigned long long)track->backward,
-		 (unsigned long long)track->libc_reads, (unsigned long long)track->reads);
-	if (track->backward != 0)
-		life_fail("CLOCK_MONOTONIC went back (%s, %s)", load, phase);
-	if (track->surely_still_ns >= LIFE_NS_PER_MS)
-		life_fail("CLOCK_MONOTONIC stood still for %llu ns (%s, %s)",
-			  (unsigned long long)track->surely_still_ns, load, phase);
-	if (track->max_error_ns > max_error_ns)
-		life_fail("off by %llu ns (%s, %s)", (unsigned long long)track->max_error_ns, load,
-			  phase);
+	for (unsigned c = 0; c < MOVES_SLEWED; c++) {
+		const struct moves_follow *track = &tracks[c];
+		const char *name = moves_slewed[c].name;
+
+		life_say("%s, %s, slew %+lld ppm, %s: max error %llu ns, surely still for %llu "
+			 "ns, %llu steps back, %llu of %llu answers from libc",
+			 name, load, (long long)ppm, phase, (unsigned long long)track->max_error_ns,
+			 (unsigned long long)track->surely_still_ns,
+			 (unsigned long long)track->backward, (unsigned long long)track->libc_reads,
+			 (unsigned long long)track->reads);
+		if (track->backward != 0)
+			life_fail("%s went back (%s, %s): %llu times, by up to %llu ns (%llu from "
+				  "libc's answer to the TSC's, %llu from the TSC's to libc's)",
+				  name, load, phase, (unsigned long long)track->backward,
+				  (unsigned long long)track->worst_back_ns,
+				  (unsigned long long)track->back_libc_to_tsc,
+				  (unsigned long long)track->back_tsc_to_libc);
+		if (track->surely_still_ns >= LIFE_NS_PER_MS)
+			life_fail("%s stood still for %llu ns (%s, %s)", name,
+				  (unsigned long long)track->surely_still_ns, load, phase);
+		if (track->max_error_ns > max_error_ns)
+			life_fail("%s off by %llu ns (%s, %s)", name,
+				  (unsigned long long)track->max_error_ns, load, phase);
+	}
 }
 
 /* One reader of the settled phase, pinned to one CPU: each CPU's line is
@@ -353,7 +630,7 @@ static void moves_judge_under(const char *load, int64_t ppm, const char *phase,
 struct moves_pinned_reader {
 	int cpu;
 	unsigned ms;
-	struct moves_follow track;
+	struct moves_follow tracks[MOVES_SLEWED];
 };
 
 static void *moves_follow_pinned(void *arg)
@@ -365,7 +642,7 @@ static void *moves_follow_pinned(void *arg)
 	CPU_SET(reader->cpu, &set);
 	if (sched_setaffinity(0, sizeof set, &set) != 0)
 		life_fail("cannot pin a reader to cpu %d", reader->cpu);
-	moves_follow_for(reader->ms, &reader->track);
+	moves_follow_for(reader->ms, reader->tracks);
 	return NULL;
 }
 
@@ -390,7 +667,7 @@ static void moves_follow_every_cpu(const char *load, int64_t ppm, unsigned ms,
 	for (unsigned i = 0; i < n; i++) {
 		snprintf(phase, sizeof phase, "from 0.7 s after the load ended, on cpu %d",
 			 readers[i].cpu);
-		moves_judge_under(load, ppm, phase, &readers[i].track, max_error_ns);
+		moves_judge_under(load, ppm, phase, readers[i].tracks, max_error_ns);
 	}
 }
 
@@ -401,7 +678,7 @@ static void moves_follow_every_cpu(const char *load, int64_t ppm, unsigned ms,
 static void moves_slew_under(const char *name, int64_t ppm)
 {
 	unsigned scale = life_soak() ? 5 : 1;
-	struct moves_follow before = { 0 }, during = { 0 }, after = { 0 };
+	struct moves_follow before[MOVES_SLEWED] = { 0 }, during[MOVES_SLEWED], after[MOVES_SLEWED];
 	enum moves_load load;
 
 	if (strcmp(name, "fifo-hop") == 0)
@@ -421,13 +698,14 @@ static void moves_slew_under(const char *name, int64_t ppm)
 			life_skip("%s", why);
 	}
 	life_require_fast();
-	moves_follow_for(300, &before);
-	during.last = before.last;
+	moves_require_slewed_fast();
+	moves_follow_for(300, before);
+	moves_follow_from(during, before);
 	moves_slew(ppm);
 	/* The thread sees the slew begin, then the load comes: a change of
 	 * the kernel's rate that no look saw parts a line from it by up to
 	 * the rate times the validity (watch.h), whatever the library does. */
-	moves_follow_for(300, &during);
+	moves_follow_for(300, during);
 	moves_load_begin(load, 2 * scale + 5);
 	/* The thread visits a CPU at its next round, which the slew brings
 	 * within a look or two: the slew goes on until it is held there. */
@@ -435,16 +713,16 @@ static void moves_slew_under(const char *name, int64_t ppm)
 	     waited += 50) {
 		if (waited >= 10000)
 			life_fail("the refresh thread made no round in 10 s of a slew");
-		moves_follow_for(50, &during);
+		moves_follow_for(50, during);
 	}
-	moves_follow_for(1000 * scale, &during);
+	moves_follow_for(1000 * scale, during);
 	moves_slew(0);
-	after.last = during.last;
-	moves_follow_for(1000 * scale, &after);
+	moves_follow_from(after, during);
+	moves_follow_for(1000 * scale, after);
 	moves_load_end(load);
-	moves_follow_for(700, &after);
-	moves_judge_under(name, ppm, "while it slewed", &during, MOVES_SLEW_ERROR_NS);
-	moves_judge_under(name, ppm, "after it, until the load ended", &after, MOVES_SLEW_ERROR_NS);
+	moves_follow_for(700, after);
+	moves_judge_under(name, ppm, "while it slewed", during, MOVES_SLEW_ERROR_NS);
+	moves_judge_under(name, ppm, "after it, until the load ended", after, MOVES_SLEW_ERROR_NS);
 	/* Long enough for a CPU the rounds skipped after a stuck visit (1 s,
 	 * refresh.h) to have its line again. */
 	moves_follow_every_cpu(name, ppm, 1500, MOVES_SETTLED_ERROR_NS);
@@ -469,8 +747,10 @@ static void moves_note(struct moves_series *series, uint64_t ns)
 	series->last = ns;
 }
 
-/* Reads the four functions in turn, for ms. */
-static void moves_read_all(struct moves_series series[4], unsigned ms)
+/* Reads the four functions (and CLOCK_BOOTTIME and CLOCK_TAI) in turn,
+ * for ms. */
+#define MOVES_SERIES 6
+static void moves_read_all(struct moves_series series[MOVES_SERIES], unsigned ms)
 {
 	uint64_t end = life_libc_mono_ns() + ms * LIFE_NS_PER_MS;
 
@@ -487,6 +767,8 @@ static void moves_read_all(struct moves_series series[4], unsigned ms)
 			   (uint64_t)tv.tv_sec * LIFE_NS_PER_SEC + (uint64_t)tv.tv_usec * 1000u);
 		timespec_get(&ts, TIME_UTC);
 		moves_note(&series[3], life_ns(&ts));
+		moves_note(&series[4], moves_clock_ns(CLOCK_BOOTTIME));
+		moves_note(&series[5], moves_clock_ns(CLOCK_TAI));
 	}
 }
 
@@ -494,11 +776,13 @@ static void moves_read_all(struct moves_series series[4], unsigned ms)
  * what the TSC answered this thread. */
 static void moves_fallback(void)
 {
-	struct moves_series series[4] = {
+	struct moves_series series[MOVES_SERIES] = {
 		{ .name = "clock_gettime(CLOCK_MONOTONIC)" },
 		{ .name = "clock_gettime(CLOCK_REALTIME)" },
 		{ .name = "gettimeofday" },
 		{ .name = "timespec_get" },
+		{ .name = "clock_gettime(CLOCK_BOOTTIME)" },
+		{ .name = "clock_gettime(CLOCK_TAI)" },
 	};
 	uint64_t fell_back = 0;
 
@@ -516,7 +800,7 @@ static void moves_fallback(void)
 	}
 	if (fell_back == 0)
 		life_fail("the lines never went stale: nothing was tested");
-	for (int i = 0; i < 4; i++) {
+	for (int i = 0; i < MOVES_SERIES; i++) {
 		life_say("%s: %llu steps back, worst %llu ns", series[i].name,
 			 (unsigned long long)series[i].backward,
 			 (unsigned long long)series[i].worst_ns);
@@ -544,6 +828,9 @@ int main(int argc, char **argv)
 		moves_slew_test(strtoll(argv[2], NULL, 10));
 	} else if (strcmp(what, "slew-under") == 0 && argc > 3) {
 		moves_slew_under(argv[2], strtoll(argv[3], NULL, 10));
+	} else if (strcmp(what, "suspend") == 0) {
+		life_require_fast();
+		moves_suspends();
 	} else if (strcmp(what, "fallback") == 0) {
 		moves_lead_refresh(300000);
 		life_require_fast();
@@ -551,7 +838,7 @@ int main(int argc, char **argv)
 	} else {
 		life_fail("usage: moves step|step-slow|slew PPM|slew-under "
 			  "fifo-hop|fifo-all|held|held-visit "
-			  "PPM|fallback");
+			  "PPM|suspend|fallback");
 	}
 	return 0;
 }

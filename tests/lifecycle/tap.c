@@ -11,10 +11,13 @@
  * made while it visits a CPU (pinned to that one CPU), so that the hold
  * lands inside a round. And it can move the
  * kernel's clock as fasttime sees it: set CLOCK_REALTIME (a step), slew
- * both clocks as NTP would (a rate), make each read slow (a kernel clock that is a system call:
- * wide sandwiches), or put the refresh thread's clock ahead of everyone else's (lines that run a
- * little ahead of what libc answers the readers). An absolute CLOCK_REALTIME sleep follows the
- * tap's clock, as the kernel's follows a real step. */
+ * the clocks as NTP would (a rate), fake a resume from a suspend (CLOCK_BOOTTIME and
+ * CLOCK_REALTIME jump, CLOCK_MONOTONIC does not), make each read slow (a kernel clock that is a
+ * system call: wide sandwiches), or put the refresh thread's clock ahead of everyone else's (lines
+ * that run a little ahead of what libc answers the readers). CLOCK_BOOTTIME and CLOCK_TAI move
+ * as a kernel moves them: BOOTTIME with CLOCK_MONOTONIC plus the suspends, TAI with
+ * CLOCK_REALTIME, each keeping its kernel's distance from that clock. An absolute CLOCK_REALTIME
+ * sleep follows the tap's clock, as the kernel's follows a real step. */
 #include "config.h"
 
 #include <dlfcn.h>
@@ -114,8 +117,11 @@ static void tap_gate(void)
 	errno = saved;
 }
 
-/* How the tap moves the kernel's clock (all 0: it does not). */
+/* How the tap moves the kernel's clock (all 0: it does not). The
+ * realtime shift (steps and suspends) moves CLOCK_REALTIME and CLOCK_TAI,
+ * the suspend shift CLOCK_BOOTTIME. */
 static int64_t tap_realtime_shift_ns;
+static int64_t tap_suspend_shift_ns;
 static uint64_t tap_read_cost_ns;
 static int64_t tap_refresh_lead_ns;
 
@@ -123,6 +129,18 @@ static int64_t tap_refresh_lead_ns;
 TAP_EXPORT void life_tap_set_realtime(int64_t ns);
 TAP_EXPORT void life_tap_set_realtime(int64_t ns)
 {
+	__atomic_add_fetch(&tap_realtime_shift_ns, ns, __ATOMIC_ACQ_REL);
+}
+
+/* A resume after ns of suspend: from now on CLOCK_BOOTTIME, CLOCK_REALTIME
+ * and CLOCK_TAI answer ns later, CLOCK_MONOTONIC as before (the kernel's
+ * monotonic clock does not count a suspend). BOOTTIME moves first: a reader
+ * between the two sees it ahead of REALTIME for a moment, no worse than a
+ * kernel whose clocks are read one after the other. */
+TAP_EXPORT void life_tap_suspend(int64_t ns);
+TAP_EXPORT void life_tap_suspend(int64_t ns)
+{
+	__atomic_add_fetch(&tap_suspend_shift_ns, ns, __ATOMIC_ACQ_REL);
 	__atomic_add_fetch(&tap_realtime_shift_ns, ns, __ATOMIC_ACQ_REL);
 }
 
@@ -141,7 +159,7 @@ TAP_EXPORT void life_tap_lead_refresh(int64_t ns)
 	__atomic_store_n(&tap_refresh_lead_ns, ns, __ATOMIC_RELEASE);
 }
 
-/* A slew: from raw monotonic time base_ns on, both clocks gain ppm parts
+/* A slew: from raw monotonic time base_ns on, the clocks gain ppm parts
  * per million, on top of carried_ns gained by earlier slews. Written under
  * a sequence count: readers in other threads retry a torn read. */
 static unsigned tap_slew_sequence;
@@ -177,7 +195,7 @@ static int64_t tap_slew_shift(uint64_t raw_ns)
 	}
 }
 
-/* From now on both clocks gain ppm parts per million (0: the slew ends,
+/* From now on the clocks gain ppm parts per million (0: the slew ends,
  * and what it gained stays). One caller at a time. */
 TAP_EXPORT void life_tap_slew(int64_t ppm);
 TAP_EXPORT void life_tap_slew(int64_t ppm)
@@ -216,19 +234,30 @@ static bool tap_in_refresh_thread(void)
 	return known == 1;
 }
 
+/* The clocks the tap moves: the kernel's own distances between them (TAI
+ * minus REALTIME, BOOTTIME minus MONOTONIC) stay as they are, so every move
+ * of REALTIME moves TAI and every move of MONOTONIC moves BOOTTIME. */
+static bool tap_moves(clockid_t id)
+{
+	return id == CLOCK_REALTIME || id == CLOCK_MONOTONIC || id == CLOCK_BOOTTIME ||
+	       id == CLOCK_TAI;
+}
+
 /* What the tap adds to clock id's answers in this thread, for an answer
  * read when libc's CLOCK_MONOTONIC read raw_ns (0: now). */
 static int64_t tap_shift_at(clockid_t id, uint64_t raw_ns)
 {
 	int64_t shift = 0;
 
-	if (id == CLOCK_REALTIME)
+	if (!tap_moves(id))
+		return 0;
+	if (id == CLOCK_REALTIME || id == CLOCK_TAI)
 		shift += __atomic_load_n(&tap_realtime_shift_ns, __ATOMIC_ACQUIRE);
-	if ((id == CLOCK_REALTIME || id == CLOCK_MONOTONIC) &&
-	    __atomic_load_n(&tap_refresh_lead_ns, __ATOMIC_ACQUIRE) != 0 && tap_in_refresh_thread())
+	if (id == CLOCK_BOOTTIME)
+		shift += __atomic_load_n(&tap_suspend_shift_ns, __ATOMIC_ACQUIRE);
+	if (__atomic_load_n(&tap_refresh_lead_ns, __ATOMIC_ACQUIRE) != 0 && tap_in_refresh_thread())
 		shift += __atomic_load_n(&tap_refresh_lead_ns, __ATOMIC_ACQUIRE);
-	if (id == CLOCK_REALTIME || id == CLOCK_MONOTONIC)
-		shift += tap_slew_at(raw_ns);
+	shift += tap_slew_at(raw_ns);
 	return shift;
 }
 
@@ -260,25 +289,98 @@ static void tap_spin(int (*next)(clockid_t, struct timespec *), uint64_t ns)
 			  (now.tv_nsec - start.tv_nsec)) < ns);
 }
 
+static uint64_t tap_ns(const struct timespec *ts)
+{
+	return (uint64_t)ts->tv_sec * 1000000000u + (uint64_t)ts->tv_nsec;
+}
+
+static struct timespec tap_timespec(uint64_t ns)
+{
+	return (struct timespec){ .tv_sec = (time_t)(ns / 1000000000u),
+				  .tv_nsec = (long)(ns % 1000000000u) };
+}
+
+#define TAP_SAME_MOMENT_NS 20000u
+
+/* The kernel's CLOCK_BOOTTIME minus its CLOCK_MONOTONIC (0: not measured
+ * yet). It changes only when the machine resumes from a real suspend: the
+ * tap keeps the value it measured and takes a new one only when a narrow
+ * sandwich finds it moved by more than TAP_BOOT_MOVED_NS. Measuring it at
+ * every read would give each answer the sandwich's error, and the tap's
+ * CLOCK_BOOTTIME, unlike the kernel's, could go back by a few hundred ns. */
+#define TAP_BOOT_MOVED_NS 1000000
+static int64_t tap_boot_minus_mono_ns;
+
+/* libc's CLOCK_BOOTTIME as the tap's moves need it: libc's CLOCK_MONOTONIC,
+ * read into *raw_ns, plus the kernel's distance between the two. */
+static int tap_read_boottime(int (*next)(clockid_t, struct timespec *), struct timespec *ts,
+			     uint64_t *raw_ns)
+{
+	int64_t known = __atomic_load_n(&tap_boot_minus_mono_ns, __ATOMIC_ACQUIRE);
+	int rc = 0;
+
+	for (int attempt = 0; attempt < 8; attempt++) {
+		struct timespec boot;
+		uint64_t before = tap_raw_monotonic_ns(), after;
+		int64_t measured;
+
+		rc = next(CLOCK_BOOTTIME, &boot);
+		after = tap_raw_monotonic_ns();
+		if (rc != 0)
+			return rc;
+		*raw_ns = after;
+		measured = (int64_t)(tap_ns(&boot) - (before + (after - before) / 2));
+		if (after - before > TAP_SAME_MOMENT_NS && (known != 0 || attempt < 7))
+			continue;
+		if (known == 0 || measured - known > TAP_BOOT_MOVED_NS ||
+		    known - measured > TAP_BOOT_MOVED_NS) {
+			known = measured != 0 ? measured : 1;
+			__atomic_store_n(&tap_boot_minus_mono_ns, known, __ATOMIC_RELEASE);
+		}
+		break;
+	}
+	*ts = tap_timespec((uint64_t)((int64_t)*raw_ns + known));
+	return rc;
+}
+
 /* libc's clock id into ts, and into *raw_ns libc's CLOCK_MONOTONIC at the
  * same moment, for the slew: a thread preempted between the two (a
  * real-time load) would otherwise get a slew's shift for another moment
- * than its reading, off by the slew's rate times the preemption. A
- * realtime read is taken again while the monotonic reads around it lie
- * more than TAP_SAME_MOMENT_NS apart (a few times at most). */
-#define TAP_SAME_MOMENT_NS 20000u
+ * than its reading, off by the slew's rate times the preemption. A read of
+ * CLOCK_REALTIME is taken again while the monotonic reads around it lie
+ * more than TAP_SAME_MOMENT_NS apart (a few times at most). CLOCK_BOOTTIME
+ * is made from CLOCK_MONOTONIC (tap_read_boottime), CLOCK_TAI from
+ * CLOCK_REALTIME plus the kernel's TAI offset (a whole number of seconds),
+ * so that each keeps its kernel's distance from the clock it moves with. */
 static int tap_read_at(int (*next)(clockid_t, struct timespec *), clockid_t id, struct timespec *ts,
 		       uint64_t *raw_ns)
 {
 	int rc = 0;
 
-	if (ts == NULL || (id != CLOCK_MONOTONIC && id != CLOCK_REALTIME))
+	if (ts == NULL || !tap_moves(id))
 		return next(id, ts);
 	if (id == CLOCK_MONOTONIC) {
 		rc = next(id, ts);
 		if (rc == 0)
-			*raw_ns = (uint64_t)ts->tv_sec * 1000000000u + (uint64_t)ts->tv_nsec;
+			*raw_ns = tap_ns(ts);
 		return rc;
+	}
+	if (id == CLOCK_BOOTTIME)
+		return tap_read_boottime(next, ts, raw_ns);
+	if (id == CLOCK_TAI) {
+		struct timespec tai;
+		uint64_t tai_offset;
+
+		rc = tap_read_at(next, CLOCK_REALTIME, ts, raw_ns);
+		if (rc != 0)
+			return rc;
+		rc = next(CLOCK_TAI, &tai);
+		if (rc != 0)
+			return rc;
+		/* Read just after REALTIME: the offset rounds to the second. */
+		tai_offset = (tap_ns(&tai) - tap_ns(ts) + 500000000u) / 1000000000u * 1000000000u;
+		*ts = tap_timespec(tap_ns(ts) + tai_offset);
+		return 0;
 	}
 	for (int attempt = 0; attempt < 8; attempt++) {
 		uint64_t before = tap_raw_monotonic_ns(), after;
@@ -328,6 +430,18 @@ TAP_EXPORT uint64_t life_tap_realtime_ns(void)
 	struct timespec ts;
 
 	tap_read(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Clock id as the tap answers it now, in ns (0 where the kernel has no such
+ * clock): the test's reference for CLOCK_BOOTTIME and CLOCK_TAI. */
+TAP_EXPORT uint64_t life_tap_clock_ns(clockid_t id);
+TAP_EXPORT uint64_t life_tap_clock_ns(clockid_t id)
+{
+	struct timespec ts;
+
+	if (tap_read(id, &ts) != 0)
+		return 0;
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
