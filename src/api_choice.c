@@ -414,10 +414,12 @@ void api_choice_after_round(unsigned round, const struct round_result *result, b
 	api_choice_publish_flags(trusted);
 }
 
-bool api_choice_again(unsigned with_line, bool force)
+bool api_choice_again(unsigned with_line, const struct round_result *round, bool force)
 {
 	unsigned rejected = api_choice_last.rejected;
 
+	if (round != NULL)
+		api_choice_last.cpus_usable = round->usable;
 	api_choice_made = false;
 	api_choice_choose(api_choice_last.round, with_line, force);
 	api_choice_publish_flags(verdict.trusted);

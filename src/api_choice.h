@@ -65,9 +65,10 @@ void api_choice_forget(void);
  * whatever the measurement says (FASTTIME_FORCE). */
 void api_choice_after_round(unsigned round, const struct round_result *result, bool trusted,
 			    bool force);
-/* Measures and chooses again now, with_line CPUs having lines, and
- * publishes; false when the measurement was thrown away. */
-bool api_choice_again(unsigned with_line, bool force);
+/* Measures and chooses again now, with_line CPUs having lines (and round,
+ * unless NULL, just run), and publishes; false when the measurement was
+ * thrown away. */
+bool api_choice_again(unsigned with_line, const struct round_result *round, bool force);
 /* The api_flags bits (less CLOCK_START_PENDING) for apis answering from
  * the TSC: once an entry point has answered from the TSC and stops,
  * CLOCK_LIBC_CLAMPED, for the rest of the process's life. */

@@ -199,8 +199,9 @@ struct calib_sample calib_sample_toward(struct calib_sample sample, struct calib
  * than wait out its fixed schedule. */
 uint64_t calib_first_line_due_ns(const struct calib_cpu *cpu);
 
-/* The realtime offset (CLOCK_REALTIME minus CLOCK_MONOTONIC) from readings
- * taken as monotonic, realtime, monotonic: the midpoint of the narrowest. */
+/* A clock's offset (CLOCK_REALTIME, CLOCK_BOOTTIME or CLOCK_TAI minus
+ * CLOCK_MONOTONIC) from readings taken as monotonic, that clock (in real,
+ * named for the first of them), monotonic: the midpoint of the narrowest. */
 struct calib_offset_sample {
 	uint64_t mono_before;
 	uint64_t real;

@@ -60,9 +60,9 @@ _Static_assert(CLOCK_REALTIME < CLOCK_ID_BITS && CLOCK_MONOTONIC < CLOCK_ID_BITS
  * (offsets.h) and published in the table (table_shared.offset_ns). */
 enum clock_offset_kind {
 	CLOCK_OFFSET_NONE,     /* CLOCK_MONOTONIC itself: always 0 */
-	CLOCK_OFFSET_REALTIME, /* moves when the clock is set, or on resume */
+	CLOCK_OFFSET_REALTIME, /* moves when the clock is set, at a leap second, on resume */
 	CLOCK_OFFSET_BOOTTIME, /* grows by the time spent suspended */
-	CLOCK_OFFSET_TAI,      /* moves with REALTIME, and at a leap second */
+	CLOCK_OFFSET_TAI,      /* moves when the clock or the TAI offset is set, on resume */
 	CLOCK_OFFSET_COUNT,
 };
 

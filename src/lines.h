@@ -90,7 +90,7 @@ void lines_cpu_leaves(uint32_t cpu);
 /* Every CPU that had a line and has no bit in visit leaves. */
 void lines_leave_others(const unsigned long *visit);
 /* Trusts the lines for window_ns from tsc on (mult converts), after
- * publishing a moved realtime offset; lapsed lines only where restarted. */
+ * publishing a moved offset (offsets.h); lapsed lines only where restarted. */
 void lines_trust(uint64_t tsc, uint64_t mult, uint64_t window_ns, bool restarted);
 
 /* How many CPUs had a line after the last round (set by it). */

@@ -23,7 +23,7 @@ enum look_verdict {
 	LOOK_DISCONTINUITY,
 };
 
-/* One look: publishes a moved realtime offset, then renews the lines'
+/* One look: publishes a moved offset (offsets.h), then renews the lines'
  * validity when the line of the CPU the caller is on still agrees with
  * the kernel's clock. A round is due when the line did not agree, or when
  * no CPU the caller could sample on has a line while some CPU has one. */

@@ -10,8 +10,13 @@
 #include "table.h"
 #include "watch.h"
 
-/* Sandwiches taken each time an offset is measured. */
-#define OFFSETS_SANDWICHES 15u
+/* Sandwiches taken to publish an offset the first time, as a round takes
+ * per CPU; and to judge whether a published one moved, at every renewal of
+ * the lines' validity, where three clocks' worth of sandwiches stand
+ * between the look's sample and the validity it grants, and a step of a
+ * microsecond is seen with fewer. */
+#define OFFSETS_SANDWICHES	 15u
+#define OFFSETS_RENEW_SANDWICHES 5u
 
 /* Which offsets were published once: the refresh thread's alone. */
 static bool offsets_published[CLOCK_OFFSET_COUNT];
@@ -54,7 +59,9 @@ static bool offsets_renew_one(enum clock_offset_kind kind)
 
 	if (row == NULL)
 		return false;
-	taken = offsets_samples(row->id, samples, OFFSETS_SANDWICHES);
+	taken = offsets_samples(row->id, samples,
+				offsets_published[kind] ? OFFSETS_RENEW_SANDWICHES
+							: OFFSETS_SANDWICHES);
 	if (taken == 0)
 		return false;
 	if (!offsets_published[kind]) {

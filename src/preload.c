@@ -299,20 +299,31 @@ static inline union preload_libc_arg preload_fast_read_arg(enum preload_entry en
 }
 
 /* After libc answered a clock with an offset (REALTIME, BOOTTIME, TAI, and
- * so gettimeofday, time and timespec_get; its lines stale, or none on this
- * CPU), this thread's monotonic floor is raised to libc's monotonic clock
- * now, as a libc answer of CLOCK_MONOTONIC raises it: a line that comes
- * back a little behind the kernel's clock (restarted after a stall) would
- * otherwise give this thread an earlier answer than libc's just before,
- * and CLOCK_BOOTTIME, like the kernel's, must never go back. One more call
- * of libc's, on this path only; the caller keeps libc's errno. */
-static void preload_raise_monotonic_floor(void)
+ * so gettimeofday and timespec_get; its lines stale, or none on this CPU):
+ * this thread's monotonic floor is raised so that its next answer from the
+ * TSC is not earlier than libc's (preload_clamp_after_libc). time()'s
+ * coarse seconds are never ahead of a later precise reading: nothing to
+ * do, and no call. The caller keeps libc's errno. */
+static void preload_after_libc(enum preload_entry entry, const void *out, long rc)
 {
-	struct timespec mono;
 	int saved_errno = errno;
 
-	if (libc_clock_gettime(CLOCK_MONOTONIC, &mono) == 0)
-		preload_clamp_monotonic(&mono);
+	switch (entry) {
+	case PRELOAD_TIME: return;
+	case PRELOAD_GETTIMEOFDAY:
+		if (rc == 0)
+			preload_clamp_after_libc(CLOCK_OFFSET_REALTIME,
+						 timeval_to_ns((const struct timeval *)out));
+		break;
+	case PRELOAD_TIMESPEC_GET:
+		if (rc == TIME_UTC)
+			preload_clamp_after_libc(CLOCK_OFFSET_REALTIME, timespec_to_ns(out));
+		break;
+	default:
+		if (rc == 0)
+			preload_clamp_after_libc(preload_entry_offset(entry), timespec_to_ns(out));
+		break;
+	}
 	errno = saved_errno;
 }
 
@@ -337,7 +348,7 @@ static inline __attribute__((always_inline)) long preload_slow_path(enum preload
 	rc = preload_ask_libc(entry, out, preload_fast_read_arg(entry));
 	preload_follow_step(preload_entry_offset(entry), stale);
 	rc = preload_clamp(entry, out, rc);
-	preload_raise_monotonic_floor();
+	preload_after_libc(entry, out, rc);
 	return preload_give(entry, out, rc);
 }
 

@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "clock.h"
+#include "libc.h"
 
 /* libc's monotonic answer, raised to what this thread was last given: it
  * may have had fast readings, and a line may run a few nanoseconds ahead of
@@ -58,18 +59,15 @@ void preload_clamp_timeval(struct timeval *tv)
 {
 	uint64_t floor;
 
-	if (preload_clamp_below_floor(
-		CLOCK_OFFSET_REALTIME,
-		(uint64_t)tv->tv_sec * CLOCK_NS_PER_SEC + (uint64_t)tv->tv_usec * 1000u, &floor)) {
+	if (preload_clamp_below_floor(CLOCK_OFFSET_REALTIME, timeval_to_ns(tv), &floor)) {
 		tv->tv_sec = (time_t)(floor / CLOCK_NS_PER_SEC);
 		tv->tv_usec = (suseconds_t)(floor % CLOCK_NS_PER_SEC / 1000u);
 	}
 }
 
-/* libc answers time() from the kernel's
- * coarse clock, which lags the precise one by up to a tick: just after a
- * second begins it still names the one before, which this thread may
- * already have been given. */
+/* libc answers time() from the kernel's coarse clock, which lags the
+ * precise one by up to a tick: just after a second begins it still names
+ * the one before, which this thread may already have been given. */
 time_t preload_clamp_seconds(time_t sec)
 {
 	uint64_t floor, next_second;
@@ -80,4 +78,22 @@ time_t preload_clamp_seconds(time_t sec)
 	if (floor >= next_second && floor - next_second < PRELOAD_COARSE_LAG_MAX_NS)
 		return (time_t)(floor / CLOCK_NS_PER_SEC);
 	return sec;
+}
+
+void preload_clamp_after_libc(enum clock_offset_kind kind, uint64_t answer_ns)
+{
+	struct timespec mono;
+	uint64_t now, wanted;
+	int64_t ahead;
+
+	if (libc_clock_gettime(CLOCK_MONOTONIC, &mono) != 0)
+		return;
+	now = timespec_to_ns(&mono);
+	ahead = (int64_t)(answer_ns - clock_offset(kind) - now);
+	wanted = ahead <= 0 ? now
+		 : ahead > (int64_t)PRELOAD_CLAMP_OFFSET_SLACK_NS
+		     ? now + PRELOAD_CLAMP_OFFSET_SLACK_NS
+		     : now + (uint64_t)ahead;
+	if (wanted > clock_thread.last_mono_ns)
+		clock_thread.last_mono_ns = wanted;
 }

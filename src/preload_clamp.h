@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "clock_table.h"
+#include "watch.h"
 
 /* A clock-with-offset answer from libc earlier than this thread's last
  * one by less than this is held at the last one; by more, the clock was
@@ -19,6 +20,11 @@
 /* How far past a second's start time()'s coarse clock may still name the
  * second before: a tick at the slowest HZ the kernel offers (100), with room. */
 #define PRELOAD_COARSE_LAG_MAX_NS 20000000u
+/* How far above libc's CLOCK_MONOTONIC the floor may go to keep a clock
+ * with an offset from going back: an offset further off than this is a
+ * step not followed yet (a resume), and CLOCK_MONOTONIC must not stand
+ * still for its length. The step the watch and the readers follow. */
+#define PRELOAD_CLAMP_OFFSET_SLACK_NS WATCH_STEP_THRESHOLD_NS
 
 /* libc's monotonic answer, raised to what this thread was last given. */
 void preload_clamp_monotonic(struct timespec *ts);
@@ -28,5 +34,15 @@ void preload_clamp_offset_clock(enum clock_offset_kind kind, struct timespec *ts
 void preload_clamp_timeval(struct timeval *tv);
 /* time()'s seconds, from the kernel's coarse clock. */
 time_t preload_clamp_seconds(time_t sec);
+/* After libc answered the clock that is monotonic plus kind's offset with
+ * answer_ns: raises this thread's monotonic floor to libc's CLOCK_MONOTONIC
+ * now, as a libc answer of MONOTONIC does, and further to answer_ns less
+ * the published offset, by at most PRELOAD_CLAMP_OFFSET_SLACK_NS: a line
+ * that comes back a little behind the kernel's clock, or an offset
+ * published a little short (it is measured from a sandwich's middle),
+ * would otherwise give this thread an earlier answer than libc's just
+ * before, and CLOCK_BOOTTIME, like the kernel's, must never go back. One
+ * call of libc's CLOCK_MONOTONIC. */
+void preload_clamp_after_libc(enum clock_offset_kind kind, uint64_t answer_ns);
 
 #endif

@@ -239,8 +239,8 @@ void refresh_start(void)
 	 * interrupted code may hold malloc's lock. A later call outside it
 	 * starts the thread; until then this thread's calls pass to libc
 	 * with no system call and no shared write (signal_guard.h): a
-	 * process without a running thread publishes no realtime step
-	 * (preload_follow_realtime_step). */
+	 * process without a running thread publishes no step of a clock
+	 * (preload_follow_step). */
 	if (!signal_guard_may_start())
 		return;
 	if (!__atomic_compare_exchange_n(&refresh_state, &expected, REFRESH_STARTING, false,
@@ -464,12 +464,14 @@ bool refresh_choose_now(void)
 	if (with_line == 0)
 		return false;
 	/* The caller may come long after the last round: the lines' validity
-	 * is renewed as the watch would, or a round runs. */
+	 * is renewed as the watch would, or a round runs, judged as the
+	 * thread judges its own (the clocksource's verdict too). */
 	if (look_once() != LOOK_RENEWED) {
 		struct round_result result =
 		    round_run(refresh.configured_interval_ns, look_take_discontinuity());
 
 		verdict_after_round(result.narrowest_ns, result.steady);
+		return api_choice_again(with_line, &result, refresh.force_fast);
 	}
-	return api_choice_again(with_line, refresh.force_fast);
+	return api_choice_again(with_line, NULL, refresh.force_fast);
 }

@@ -515,7 +515,8 @@ START_TEST(test_clock_offset_moves_forward)
 
 		boottime += forward;
 		realtime += forward;
-		tai += forward + (step % 7 == 0 ? NS_PER_SEC : 0); /* now and then a leap */
+		/* Now and then the kernel's TAI offset is set. */
+		tai += forward + (step % 7 == 0 ? NS_PER_SEC : 0);
 		clock_test_set_offsets(realtime, boottime, tai);
 		for (unsigned k = 0; k < 3; k++) {
 			enum clock_offset_kind kind = clock_test_offset_kinds[k];
