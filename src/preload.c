@@ -15,14 +15,13 @@
 #include "cpu.h"
 #include "debug.h"
 #include "libc.h"
-#include "offsets.h"
 #include "placement.h"
 #include "preload_clamp.h"
+#include "preload_step.h"
 #include "refresh.h"
 #include "sandbox.h"
 #include "settings.h"
 #include "verdict.h"
-#include "watch.h"
 
 #define PRELOAD_EXPORT __attribute__((visibility("default")))
 
@@ -90,61 +89,6 @@ static void preload_slow_path_start(void)
 		return;
 	if (libc_clock_gettime(CLOCK_MONOTONIC, &ts) == 0)
 		clock_thread.last_mono_ns = timespec_to_ns(&ts);
-}
-
-#define PRELOAD_STEP_SANDWICHES 3u
-
-/* Whether the lines are past the validity the refresh thread last gave
- * them. */
-static bool preload_lines_stale(void)
-{
-	uint64_t valid_from = __atomic_load_n(&table_shared.valid_from_tsc, __ATOMIC_ACQUIRE);
-	uint64_t valid_ticks = __atomic_load_n(&table_shared.valid_ticks, __ATOMIC_ACQUIRE);
-
-	return cpu_rdtsc() - valid_from > valid_ticks;
-}
-
-/* A call of a clock with an offset (kind: CLOCK_REALTIME's for
- * gettimeofday, time and timespec_get) that libc has just answered because
- * the lines went stale (stale_before: they were, just before libc's call):
- * if the clock was set since the refresh thread last looked, the new
- * offset is published here, before the caller sees libc's answer. The refresh
- * thread, preempted between its look and its renewal of the lines, could
- * otherwise bring them back with the old offset, and take back a step the
- * caller has seen; that renewal may even come while libc answers, so
- * lines stale before the call count as stale. After libc's answer, so
- * that any step the answer shows is in the sandwiches. Only while the
- * refresh thread runs and the lines are stale: up to nine more libc
- * calls, and a shared write only for a step. */
-static void preload_follow_step(enum clock_offset_kind kind, bool stale_before)
-{
-	const struct clock_row *row = clock_table_row_for_offset(kind);
-	uint64_t published = clock_offset(kind), offset;
-	struct calib_offset_sample sample;
-	int saved_errno;
-	int64_t moved;
-
-	/* Only an offset the refresh thread has published: its clock's bit
-	 * says so. */
-	if (row == NULL || kind == CLOCK_OFFSET_NONE ||
-	    !(__atomic_load_n(&table_shared.api_flags, __ATOMIC_RELAXED) & row->entry_points) ||
-	    __atomic_load_n(&refresh_state, __ATOMIC_RELAXED) != REFRESH_RUNNING ||
-	    !(stale_before || preload_lines_stale()))
-		return;
-	/* The caller gets libc's errno, not this look's. */
-	saved_errno = errno;
-	for (unsigned i = 0; i < PRELOAD_STEP_SANDWICHES; i++) {
-		if (offsets_samples(row->id, &sample, 1) == 0)
-			break;
-		if (sample.mono_after < sample.mono_before ||
-		    sample.mono_after - sample.mono_before > WATCH_READER_SANDWICH_MAX_NS)
-			continue;
-		if (watch_realtime_judge(&sample, 1, published, WATCH_STEP_THRESHOLD_NS, &offset,
-					 &moved) == WATCH_REALTIME_SET)
-			table_swap_offset(kind, published, offset);
-		break;
-	}
-	errno = saved_errno;
 }
 
 /* What a slow path does when the TSC could not answer, before it asks
