@@ -371,8 +371,11 @@ PRELOAD_EXPORT int clock_gettime(clockid_t id, struct timespec *ts)
 	uint32_t flags = preload_api_flags();
 
 	if (__builtin_expect((unsigned)id > CLOCK_MONOTONIC, 0)) {
-		/* A clock id the table does not answer: libc's, untouched. */
-		if ((unsigned)id >= CLOCK_ID_BITS || !((CLOCK_API_CLOCK_IDS >> id) & 1))
+		/* A clock id the table does not answer, or one left to libc
+		 * with no start or clamp due: libc's, untouched, as directly
+		 * as MONOTONIC's and REALTIME's pass-through. */
+		if ((unsigned)id >= CLOCK_ID_BITS || !((CLOCK_API_CLOCK_IDS >> id) & 1) ||
+		    (!((flags >> id) & 1) && !(flags & (CLOCK_START_PENDING | CLOCK_LIBC_CLAMPED))))
 			return libc_clock_gettime(id, ts);
 		return preload_other_clock(id, ts);
 	}
