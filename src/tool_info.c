@@ -13,6 +13,7 @@
 #include "api_choice.h"
 #include "cpu.h"
 #include "evidence.h"
+#include "libc.h"
 #include "refresh.h"
 #include "tool_info_keys.h"
 #include "tool_info_report.h"
@@ -92,7 +93,7 @@ static void tool_info_print_settings(const struct settings *settings, const stru
  * rate, how fresh and how good its calibration is. */
 static void tool_info_print_cpus(const struct tool_info_report *report)
 {
-	uint64_t now_ns = tool_info_report_mono_ns(), tsc = cpu_rdtsc();
+	uint64_t now_ns = libc_monotonic_ns(), tsc = cpu_rdtsc();
 	uint32_t reference_cpu = tool_info_report_reference_cpu(report);
 	char versus_header[24];
 

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "api_choice.h"
+#include "libc.h"
 #include "verdict.h"
 
 /* The API part of the api.* keys, by entry point. */
@@ -177,7 +178,7 @@ tool_info_keys_maybe(const char *key, bool known, const char *format, ...)
 /* The per-CPU table, one key per cell. */
 static void tool_info_keys_cpus(const struct tool_info_report *report)
 {
-	uint64_t now_ns = tool_info_report_mono_ns(), tsc = cpu_rdtsc();
+	uint64_t now_ns = libc_monotonic_ns(), tsc = cpu_rdtsc();
 	char key[64], cpu[16];
 
 	printf("cpus=");

@@ -19,14 +19,6 @@
 /* 2^64: a line's mult is ns per tick as a 0.64 fixed-point fraction. */
 #define TOOL_INFO_TWO_64 18446744073709551616.0
 
-uint64_t tool_info_report_mono_ns(void)
-{
-	struct timespec ts;
-
-	libc_clock_gettime(CLOCK_MONOTONIC, &ts);
-	return timespec_to_ns(&ts);
-}
-
 void tool_info_report_probe(struct tool_info_report *report, const struct settings *settings)
 {
 	memset(report, 0, sizeof *report);

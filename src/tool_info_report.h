@@ -68,7 +68,5 @@ void tool_info_report_cpu_row(const struct tool_info_report *report, uint32_t cp
 			      uint64_t tsc, struct tool_info_cpu_row *row);
 /* libc's cost of entry point a: the cheaper of its two measurements. */
 double tool_info_report_libc_ns(const struct tool_info_report *report, unsigned a);
-/* libc's CLOCK_MONOTONIC in ns: the clock the calibration times are on. */
-uint64_t tool_info_report_mono_ns(void);
 
 #endif

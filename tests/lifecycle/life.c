@@ -389,15 +389,16 @@ pid_t life_wait_refresh_thread(void)
 	return tid;
 }
 
-bool life_wait_fast(unsigned max_ms)
+bool life_wait_fast_clock(clockid_t id, unsigned max_ms)
 {
 	uint64_t deadline = life_libc_mono_ns() + max_ms * LIFE_NS_PER_MS;
 
 	do {
 		uint64_t before = life_fallthrough();
+		struct timespec ts;
 
 		for (int i = 0; i < 1000; i++)
-			life_mono_ns();
+			clock_gettime(id, &ts);
 		if (life_fallthrough() == before)
 			return true;
 		life_sleep_ms(5);
@@ -405,18 +406,29 @@ bool life_wait_fast(unsigned max_ms)
 	return false;
 }
 
-void life_require_fast(void)
+bool life_wait_fast(unsigned max_ms)
+{
+	return life_wait_fast_clock(CLOCK_MONOTONIC, max_ms);
+}
+
+bool life_forced(void)
 {
 	const char *force = getenv("FASTTIME_FORCE");
 
+	return force != NULL && *force != '\0' && strcmp(force, "0") != 0 &&
+	       strcmp(force, "no") != 0;
+}
+
+void life_require_fast(void)
+{
 	life_mono_ns();
 	if (life_wait_fast(3000))
 		return;
-	if (force == NULL || *force == '\0' || strcmp(force, "0") == 0 || strcmp(force, "no") == 0)
+	if (!life_forced())
 		life_skip("the library chose libc for CLOCK_MONOTONIC (FASTTIME_FORCE is off)");
 	life_fail("CLOCK_MONOTONIC not answered from the TSC 3 s after the first call, "
 		  "although FASTTIME_FORCE=%s",
-		  force);
+		  getenv("FASTTIME_FORCE"));
 }
 
 /* Notes one answer against its sandwich [lo, hi] and the track's last answer. */

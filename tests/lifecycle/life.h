@@ -74,9 +74,14 @@ void life_list_threads(void);
  * the test, listing the threads, when none comes. */
 pid_t life_wait_refresh_thread(void);
 
-/* Reads CLOCK_MONOTONIC through the preload until a batch of reads is
- * answered entirely from the TSC or max_ms pass; true when it was. */
+/* Reads clock id through the preload until a batch of reads is answered
+ * entirely from the TSC or max_ms pass; true when it was. */
+bool life_wait_fast_clock(clockid_t id, unsigned max_ms);
+/* The same for CLOCK_MONOTONIC. */
 bool life_wait_fast(unsigned max_ms);
+/* Whether FASTTIME_FORCE is set on (not empty, "0" or "no"): the library
+ * answers every entry point from the TSC, and a test may require it. */
+bool life_forced(void);
 /* Makes the first time call and waits up to 3 s for the TSC to answer: a
  * test of the fast path has nothing to test otherwise. Fails if it does not
  * (the scripts set FASTTIME_FORCE=1, so libc is never chosen for speed);

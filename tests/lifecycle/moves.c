@@ -105,34 +105,15 @@ static uint64_t moves_real_ns(void)
 	return moves_clock_ns(CLOCK_REALTIME);
 }
 
-/* Whether the scripts forced the TSC on every entry point it can answer
- * (FASTTIME_FORCE, as life_require_fast reads it). */
-static bool moves_forced(void)
-{
-	const char *force = getenv("FASTTIME_FORCE");
-
-	return force != NULL && *force != '\0' && strcmp(force, "0") != 0 &&
-	       strcmp(force, "no") != 0;
-}
-
 /* Whether the library answers clock id from the TSC: a batch of reads
  * that the tap sees none of, within 3 s. Forced, it must; left to choose,
  * it may have chosen libc, and then the checks of that clock would test
  * libc: they are left out, and the output says so. */
 static bool moves_clock_fast(clockid_t id, const char *name)
 {
-	uint64_t deadline = life_libc_mono_ns() + 3 * LIFE_NS_PER_SEC;
-
-	do {
-		uint64_t before = life_fallthrough();
-
-		for (int i = 0; i < 1000; i++)
-			moves_clock_ns(id);
-		if (life_fallthrough() == before)
-			return true;
-		life_sleep_ms(5);
-	} while (life_libc_mono_ns() < deadline);
-	if (moves_forced())
+	if (life_wait_fast_clock(id, 3000))
+		return true;
+	if (life_forced())
 		life_fail("%s not answered from the TSC 3 s after the first call, although "
 			  "FASTTIME_FORCE=%s",
 			  name, getenv("FASTTIME_FORCE"));
