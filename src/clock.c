@@ -51,8 +51,8 @@ static bool clock_careful_ordered_ns(uint64_t *ns_out)
 		if (cpu < CPU_MAX_CPUS && table_load(cpu).mult == 0)
 			return clock_careful_no_line(cpu);
 	}
-	valid_from = __atomic_load_n(&table_shared.valid_from_tsc, __ATOMIC_ACQUIRE);
-	valid_ticks = __atomic_load_n(&table_shared.valid_ticks, __ATOMIC_ACQUIRE);
+	valid_from = __atomic_load_n(&table_page.shared.valid_from_tsc, __ATOMIC_ACQUIRE);
+	valid_ticks = __atomic_load_n(&table_page.shared.valid_ticks, __ATOMIC_ACQUIRE);
 	tsc = cpu_rdtscp(&aux);
 	cpu = cpu_from_tsc_aux(aux);
 	line = table_load(cpu);
@@ -87,8 +87,8 @@ static bool clock_careful_checked_ns(uint32_t flags, uint64_t *ns_out)
 		line = table_load(cpu);
 		if (line.mult == 0)
 			return clock_careful_no_line(cpu);
-		valid_from = __atomic_load_n(&table_shared.valid_from_tsc, __ATOMIC_ACQUIRE);
-		valid_ticks = __atomic_load_n(&table_shared.valid_ticks, __ATOMIC_ACQUIRE);
+		valid_from = __atomic_load_n(&table_page.shared.valid_from_tsc, __ATOMIC_ACQUIRE);
+		valid_ticks = __atomic_load_n(&table_page.shared.valid_ticks, __ATOMIC_ACQUIRE);
 		tsc = (flags & CLOCK_READ_LFENCE) ? cpu_rdtsc_fenced() : cpu_rdtsc();
 		if (clock_careful_cpu(flags) != cpu)
 			continue;

@@ -103,8 +103,8 @@ CLOCK_FAST struct clock_fast_start clock_fast_begin(void)
 
 	start.guess = clock_thread.last_cpu;
 	start.line = table_load(start.guess);
-	start.valid_from = __atomic_load_n(&table_shared.valid_from_tsc, __ATOMIC_ACQUIRE);
-	start.valid_ticks = __atomic_load_n(&table_shared.valid_ticks, __ATOMIC_ACQUIRE);
+	start.valid_from = __atomic_load_n(&table_page.shared.valid_from_tsc, __ATOMIC_ACQUIRE);
+	start.valid_ticks = __atomic_load_n(&table_page.shared.valid_ticks, __ATOMIC_ACQUIRE);
 	return start;
 }
 
@@ -183,7 +183,7 @@ CLOCK_FAST bool clock_fast_mono_ns(uint32_t flags, uint64_t *ns_out)
 /* The offset a clock adds to the monotonic lines (clock_table.h). */
 static inline uint64_t clock_offset(enum clock_offset_kind kind)
 {
-	return __atomic_load_n(&table_shared.offset_ns[kind], __ATOMIC_RELAXED);
+	return __atomic_load_n(&table_page.shared.offset_ns[kind], __ATOMIC_RELAXED);
 }
 
 static inline uint64_t clock_realtime_offset(void)

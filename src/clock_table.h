@@ -57,7 +57,7 @@ _Static_assert(CLOCK_REALTIME < CLOCK_ID_BITS && CLOCK_MONOTONIC < CLOCK_ID_BITS
 
 /* What is added to the monotonic lines to answer a clock: each offset is
  * that clock minus CLOCK_MONOTONIC, measured by the refresh thread
- * (offsets.h) and published in the table (table_shared.offset_ns). */
+ * (offsets.h) and published in the table (table_page.shared.offset_ns). */
 enum clock_offset_kind {
 	CLOCK_OFFSET_NONE,     /* CLOCK_MONOTONIC itself: always 0 */
 	CLOCK_OFFSET_REALTIME, /* moves when the clock is set, at a leap second, on resume */

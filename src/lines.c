@@ -208,8 +208,8 @@ uint64_t lines_window(uint64_t tsc, uint64_t now_ns, const struct lines_cpu *loo
  * since they were last renewed. */
 bool lines_lapsed(void)
 {
-	uint64_t valid_from = __atomic_load_n(&table_shared.valid_from_tsc, __ATOMIC_ACQUIRE);
-	uint64_t valid_ticks = __atomic_load_n(&table_shared.valid_ticks, __ATOMIC_ACQUIRE);
+	uint64_t valid_from = __atomic_load_n(&table_page.shared.valid_from_tsc, __ATOMIC_ACQUIRE);
+	uint64_t valid_ticks = __atomic_load_n(&table_page.shared.valid_ticks, __ATOMIC_ACQUIRE);
 
 	return lines_state.published > 0 && cpu_rdtsc() - valid_from > valid_ticks;
 }
@@ -221,8 +221,8 @@ bool lines_lapsed(void)
  * kernel's clock can part). mult converts to ticks. */
 void lines_shorten_validity(uint64_t mult)
 {
-	uint64_t valid_from = __atomic_load_n(&table_shared.valid_from_tsc, __ATOMIC_ACQUIRE);
-	uint64_t valid_ticks = __atomic_load_n(&table_shared.valid_ticks, __ATOMIC_ACQUIRE);
+	uint64_t valid_from = __atomic_load_n(&table_page.shared.valid_from_tsc, __ATOMIC_ACQUIRE);
+	uint64_t valid_ticks = __atomic_load_n(&table_page.shared.valid_ticks, __ATOMIC_ACQUIRE);
 	uint64_t soon = cpu_rdtsc() - valid_from +
 			calib_ticks_for_ns(mult, (uint64_t)WATCH_LINE_BUDGET_NS * 1000000u /
 						     WATCH_MAX_DRIFT_PPM);

@@ -1,7 +1,7 @@
 /* The offsets that make the table's other clocks out of the monotonic
  * lines (clock_table.h): CLOCK_REALTIME, CLOCK_BOOTTIME and CLOCK_TAI, each
  * minus CLOCK_MONOTONIC, as the refresh thread measures them and publishes
- * them (table_shared.offset_ns). Each changes only when its clock steps:
+ * them (table_page.shared.offset_ns). Each changes only when its clock steps:
  * REALTIME when the clock is set and at a leap second (through which TAI
  * runs on), TAI when the clock is set or the kernel's TAI offset is
  * (adjtimex ADJ_TAI), and all three when the machine resumes from a

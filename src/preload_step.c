@@ -19,8 +19,8 @@
 
 bool preload_lines_stale(void)
 {
-	uint64_t valid_from = __atomic_load_n(&table_shared.valid_from_tsc, __ATOMIC_ACQUIRE);
-	uint64_t valid_ticks = __atomic_load_n(&table_shared.valid_ticks, __ATOMIC_ACQUIRE);
+	uint64_t valid_from = __atomic_load_n(&table_page.shared.valid_from_tsc, __ATOMIC_ACQUIRE);
+	uint64_t valid_ticks = __atomic_load_n(&table_page.shared.valid_ticks, __ATOMIC_ACQUIRE);
 
 	return cpu_rdtsc() - valid_from > valid_ticks;
 }
@@ -36,7 +36,8 @@ void preload_follow_step(enum clock_offset_kind kind, bool stale_before)
 	/* Only an offset the refresh thread has published: its clock's bit
 	 * says so. */
 	if (row == NULL || kind == CLOCK_OFFSET_NONE ||
-	    !(__atomic_load_n(&table_shared.api_flags, __ATOMIC_RELAXED) & row->entry_points) ||
+	    !(__atomic_load_n(&table_page.shared.api_flags, __ATOMIC_RELAXED) &
+	      row->entry_points) ||
 	    __atomic_load_n(&refresh_state, __ATOMIC_RELAXED) != REFRESH_RUNNING ||
 	    !(stale_before || preload_lines_stale()))
 		return;

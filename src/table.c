@@ -7,11 +7,19 @@
 
 #include "clock_table.h"
 
-struct table_record table_records[CPU_MAX_CPUS];
-struct table_shared table_shared;
+struct table_page table_page;
+bool table_read_only;
 /* Aligned, and a whole number of cache lines: the readers' rare writes here
  * never take a line the read path loads. */
 unsigned long table_wanted[TABLE_WANTED_WORDS] __attribute__((aligned(64)));
+
+/* A served process's table is the service's page, mapped read-only: its
+ * engine never runs, and this keeps any path that would still write (a
+ * fork child's bookkeeping, a stopper) from faulting. */
+static bool table_is_read_only(void)
+{
+	return __atomic_load_n(&table_read_only, __ATOMIC_ACQUIRE);
+}
 
 /* One 16-byte store as a lock cmpxchg16b loop: the only instruction that
  * writes 16 bytes atomically on every x86-64 CPU that has it. */
@@ -41,25 +49,27 @@ static void table_store16(struct table_record *record, uint64_t lo, uint64_t hi)
  * ns = 0 and refuses by its clamp test, without a test of its own. */
 void table_publish(uint32_t cpu, struct calib_line line)
 {
-	if (cpu >= CPU_MAX_CPUS)
+	if (cpu >= CPU_MAX_CPUS || table_is_read_only())
 		return;
-	table_store16(&table_records[cpu], line.mult, line.mult != 0 ? line.offset : 0);
+	table_store16(&table_page.records[cpu], line.mult, line.mult != 0 ? line.offset : 0);
 }
 
 void table_withdraw(uint32_t cpu)
 {
-	if (cpu >= CPU_MAX_CPUS)
+	if (cpu >= CPU_MAX_CPUS || table_is_read_only())
 		return;
-	table_store16(&table_records[cpu], 0, 0);
+	table_store16(&table_page.records[cpu], 0, 0);
 }
 
 void table_set_validity(uint64_t valid_from_tsc, uint64_t valid_ticks)
 {
+	if (table_is_read_only())
+		return;
 	/* Narrow the window first so that no reader ever sees a window wider
 	 * than either the old or the new one. */
-	__atomic_store_n(&table_shared.valid_ticks, 0, __ATOMIC_RELEASE);
-	__atomic_store_n(&table_shared.valid_from_tsc, valid_from_tsc, __ATOMIC_RELEASE);
-	__atomic_store_n(&table_shared.valid_ticks, valid_ticks, __ATOMIC_RELEASE);
+	__atomic_store_n(&table_page.shared.valid_ticks, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&table_page.shared.valid_from_tsc, valid_from_tsc, __ATOMIC_RELEASE);
+	__atomic_store_n(&table_page.shared.valid_ticks, valid_ticks, __ATOMIC_RELEASE);
 }
 
 void table_wanted_copy(unsigned long *into)
@@ -77,9 +87,12 @@ void table_wanted_clear(void)
 
 void table_publish_flags(uint32_t flags)
 {
-	uint32_t seen = __atomic_load_n(&table_shared.api_flags, __ATOMIC_RELAXED);
+	uint32_t seen = __atomic_load_n(&table_page.shared.api_flags, __ATOMIC_RELAXED);
 
-	while (!__atomic_compare_exchange_n(&table_shared.api_flags, &seen,
+	if (table_is_read_only())
+		return;
+
+	while (!__atomic_compare_exchange_n(&table_page.shared.api_flags, &seen,
 					    (flags & ~(uint32_t)CLOCK_START_PENDING) |
 						(seen & CLOCK_START_PENDING),
 					    false, __ATOMIC_RELEASE, __ATOMIC_RELAXED))
@@ -88,31 +101,36 @@ void table_publish_flags(uint32_t flags)
 
 void table_set_start_pending(bool pending)
 {
+	if (table_is_read_only())
+		return;
 	if (pending)
-		__atomic_fetch_or(&table_shared.api_flags, CLOCK_START_PENDING, __ATOMIC_RELEASE);
+		__atomic_fetch_or(&table_page.shared.api_flags, CLOCK_START_PENDING,
+				  __ATOMIC_RELEASE);
 	else
-		__atomic_fetch_and(&table_shared.api_flags, ~(uint32_t)CLOCK_START_PENDING,
+		__atomic_fetch_and(&table_page.shared.api_flags, ~(uint32_t)CLOCK_START_PENDING,
 				   __ATOMIC_RELEASE);
 }
 
 void table_stop_answering(uint32_t flags)
 {
-	__atomic_store_n(&table_shared.api_flags, flags & ~(uint32_t)CLOCK_START_PENDING,
+	if (table_is_read_only())
+		return;
+	__atomic_store_n(&table_page.shared.api_flags, flags & ~(uint32_t)CLOCK_START_PENDING,
 			 __ATOMIC_RELEASE);
 	table_set_validity(0, 0);
 }
 
 void table_set_offset(enum clock_offset_kind kind, uint64_t offset_ns)
 {
-	if (kind == CLOCK_OFFSET_NONE || kind >= CLOCK_OFFSET_COUNT)
+	if (kind == CLOCK_OFFSET_NONE || kind >= CLOCK_OFFSET_COUNT || table_is_read_only())
 		return;
-	__atomic_store_n(&table_shared.offset_ns[kind], offset_ns, __ATOMIC_RELEASE);
+	__atomic_store_n(&table_page.shared.offset_ns[kind], offset_ns, __ATOMIC_RELEASE);
 }
 
 bool table_swap_offset(enum clock_offset_kind kind, uint64_t expected_ns, uint64_t offset_ns)
 {
-	if (kind == CLOCK_OFFSET_NONE || kind >= CLOCK_OFFSET_COUNT)
+	if (kind == CLOCK_OFFSET_NONE || kind >= CLOCK_OFFSET_COUNT || table_is_read_only())
 		return false;
-	return __atomic_compare_exchange_n(&table_shared.offset_ns[kind], &expected_ns, offset_ns,
-					   false, __ATOMIC_RELEASE, __ATOMIC_RELAXED);
+	return __atomic_compare_exchange_n(&table_page.shared.offset_ns[kind], &expected_ns,
+					   offset_ns, false, __ATOMIC_RELEASE, __ATOMIC_RELAXED);
 }

@@ -25,11 +25,6 @@ struct table_record {
 	uint64_t offset;
 } __attribute__((aligned(16)));
 
-/* Indexed by CPU id; untouched pages of it cost no memory. Hidden, like
- * every variable the read path touches, so that code addresses it directly
- * rather than through the GOT. */
-extern __attribute__((visibility("hidden"))) struct table_record table_records[CPU_MAX_CPUS];
-
 /* Read-mostly facts shared by all CPUs, on their own cache line. */
 struct table_shared {
 	/* A reading is fresh when (tsc - valid_from_tsc) <= valid_ticks, as
@@ -43,7 +38,34 @@ struct table_shared {
 	uint32_t api_flags;
 } __attribute__((aligned(64)));
 
-extern __attribute__((visibility("hidden"))) struct table_shared table_shared;
+/* The bytes a calibration service writes at the start of the page it
+ * publishes (service_page.h): who wrote it, with which settings. */
+#define TABLE_PAGE_HEADER_BYTES 192u
+/* x86-64's base page: what mmap places, and so the block's alignment. */
+#define TABLE_PAGE_ALIGN 4096u
+
+/* The lines and the facts beside them, in one page-aligned block of whole
+ * pages and nothing else: a process served by a calibration service maps
+ * the service's page over it, read-only, and the service maps the same
+ * file over its own (service_page.h). The read path then loads the same
+ * addresses whoever calibrates. Hidden, like every variable the read path
+ * touches, so that code addresses it directly rather than through the
+ * GOT; the records are indexed by CPU id, and their untouched pages cost
+ * no memory. */
+struct table_page {
+	unsigned char header[TABLE_PAGE_HEADER_BYTES];
+	struct table_shared shared;
+	struct table_record records[CPU_MAX_CPUS];
+} __attribute__((aligned(TABLE_PAGE_ALIGN)));
+
+_Static_assert(sizeof(struct table_page) % TABLE_PAGE_ALIGN == 0,
+	       "the table is whole pages, so that a mapping over it covers nothing else");
+
+extern __attribute__((visibility("hidden"))) struct table_page table_page;
+
+/* True once the table is a calibration service's page, mapped read-only:
+ * every writer below then returns without writing (a write would fault). */
+extern __attribute__((visibility("hidden"))) bool table_read_only;
 
 /* The CPUs on which readers found no line, one bit each, on cache lines of
  * their own: set by readers (table_want_line), read and cleared by the
@@ -104,7 +126,7 @@ static inline struct calib_line table_load(uint32_t cpu)
 	/* ThreadSanitizer cannot see that an aligned SSE load is atomic; in
 	 * its builds both sides use its 16-byte atomics (see table.c). */
 	unsigned __int128 v =
-	    __atomic_load_n((unsigned __int128 *)&table_records[cpu], __ATOMIC_RELAXED);
+	    __atomic_load_n((unsigned __int128 *)&table_page.records[cpu], __ATOMIC_RELAXED);
 	line.mult = (uint64_t)v;
 	line.offset = (uint64_t)(v >> 64);
 #else
@@ -112,7 +134,7 @@ static inline struct calib_line table_load(uint32_t cpu)
 
 	/* One movdqa, written out: as a plain intrinsic the compiler may split
 	 * the load into two 8-byte moves, which can tear. */
-	__asm__ volatile("movdqa %1, %0" : "=x"(v) : "m"(table_records[cpu]));
+	__asm__ volatile("movdqa %1, %0" : "=x"(v) : "m"(table_page.records[cpu]));
 	line.mult = (uint64_t)_mm_cvtsi128_si64(v);
 	line.offset = (uint64_t)_mm_cvtsi128_si64(_mm_unpackhi_epi64(v, v));
 #endif

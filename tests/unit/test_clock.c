@@ -41,8 +41,8 @@ static void clock_test_setup(void)
 {
 	cpu_set_t one;
 
-	memset(table_records, 0, sizeof table_records);
-	memset(&table_shared, 0, sizeof table_shared);
+	memset(table_page.records, 0, sizeof table_page.records);
+	memset(&table_page.shared, 0, sizeof table_page.shared);
 	memset(&clock_thread, 0, sizeof clock_thread);
 	table_wanted_clear();
 	clock_test_pinned = false;
@@ -59,8 +59,8 @@ static void clock_test_teardown(void)
 {
 	if (clock_test_pinned)
 		sched_setaffinity(0, sizeof clock_test_saved_mask, &clock_test_saved_mask);
-	memset(table_records, 0, sizeof table_records);
-	memset(&table_shared, 0, sizeof table_shared);
+	memset(table_page.records, 0, sizeof table_page.records);
+	memset(&table_page.shared, 0, sizeof table_page.shared);
 	memset(&clock_thread, 0, sizeof clock_thread);
 }
 
@@ -200,7 +200,8 @@ START_TEST(test_clock_realtime)
 
 	line = clock_test_line_at(CLOCK_TEST_MULT, clock_test_tsc(), 5000 * NS_PER_SEC + 999999);
 	clock_test_publish_all(line);
-	__atomic_store_n(&table_shared.offset_ns[CLOCK_OFFSET_REALTIME], offset, __ATOMIC_RELEASE);
+	__atomic_store_n(&table_page.shared.offset_ns[CLOCK_OFFSET_REALTIME], offset,
+			 __ATOMIC_RELEASE);
 	for (unsigned i = 0; i < 1000; i++) {
 		struct timespec ts, mono_before, mono_after;
 		struct timeval tv;
@@ -263,7 +264,7 @@ START_TEST(test_clock_realtime_reanchored)
 		time_t sec;
 		uint64_t before, after, us;
 
-		__atomic_store_n(&table_shared.offset_ns[CLOCK_OFFSET_REALTIME], offsets[i],
+		__atomic_store_n(&table_page.shared.offset_ns[CLOCK_OFFSET_REALTIME], offsets[i],
 				 __ATOMIC_RELEASE);
 		before = clock_test_tsc();
 		ck_assert(clock_answer_realtime(mode, &ts));
@@ -321,7 +322,8 @@ START_TEST(test_clock_second_boundary)
 	bool saw_before = false, saw_after = false;
 	uint64_t margin = 3000;
 
-	__atomic_store_n(&table_shared.offset_ns[CLOCK_OFFSET_REALTIME], offset, __ATOMIC_RELEASE);
+	__atomic_store_n(&table_page.shared.offset_ns[CLOCK_OFFSET_REALTIME], offset,
+			 __ATOMIC_RELEASE);
 	/* Retry with more room when the first answer already lies past the
 	 * boundary (a slow machine, valgrind). */
 	for (unsigned attempt = 0; attempt < 12 && !saw_before; attempt++, margin *= 4) {
@@ -376,11 +378,11 @@ static const enum clock_offset_kind clock_test_offset_kinds[] = {
 
 static void clock_test_set_offsets(uint64_t realtime, uint64_t boottime, uint64_t tai)
 {
-	__atomic_store_n(&table_shared.offset_ns[CLOCK_OFFSET_REALTIME], realtime,
+	__atomic_store_n(&table_page.shared.offset_ns[CLOCK_OFFSET_REALTIME], realtime,
 			 __ATOMIC_RELEASE);
-	__atomic_store_n(&table_shared.offset_ns[CLOCK_OFFSET_BOOTTIME], boottime,
+	__atomic_store_n(&table_page.shared.offset_ns[CLOCK_OFFSET_BOOTTIME], boottime,
 			 __ATOMIC_RELEASE);
-	__atomic_store_n(&table_shared.offset_ns[CLOCK_OFFSET_TAI], tai, __ATOMIC_RELEASE);
+	__atomic_store_n(&table_page.shared.offset_ns[CLOCK_OFFSET_TAI], tai, __ATOMIC_RELEASE);
 }
 
 /* Reads clock kind through read, between two TSC reads, and asserts the
@@ -389,7 +391,7 @@ static uint64_t
 clock_test_offset_read(bool (*read)(uint32_t, enum clock_offset_kind, struct timespec *),
 		       uint32_t mode, enum clock_offset_kind kind, struct calib_line line)
 {
-	uint64_t offset = table_shared.offset_ns[kind], before, after, ns;
+	uint64_t offset = table_page.shared.offset_ns[kind], before, after, ns;
 	struct timespec ts;
 
 	before = clock_test_tsc();
@@ -441,7 +443,7 @@ START_TEST(test_clock_offset_clocks)
 				ck_assert(!clock_fast_offset_clock(mode, kind, &ts));
 			} else if (clock_thread.seconds[kind].sec ==
 				   (int64_t)((calib_line_eval(line, clock_test_tsc()) +
-					      table_shared.offset_ns[kind]) /
+					      table_page.shared.offset_ns[kind]) /
 					     NS_PER_SEC)) {
 				/* Still in the second the careful read cached. */
 				clock_test_offset_read(clock_test_fast_offset, mode, kind, line);
@@ -488,8 +490,9 @@ START_TEST(test_clock_offset_seconds_independent)
 	for (unsigned k = 0; k < 3; k++) {
 		enum clock_offset_kind kind = clock_test_offset_kinds[k];
 
-		ck_assert_int_eq(clock_thread.seconds[kind].sec,
-				 (int64_t)((mono + table_shared.offset_ns[kind]) / NS_PER_SEC));
+		ck_assert_int_eq(
+		    clock_thread.seconds[kind].sec,
+		    (int64_t)((mono + table_page.shared.offset_ns[kind]) / NS_PER_SEC));
 	}
 }
 END_TEST
@@ -776,8 +779,8 @@ START_TEST(test_clock_no_slope_stored_empty)
 	struct calib_line line = { .mult = 0, .offset = 12345 };
 
 	table_publish(3, line);
-	ck_assert_uint_eq(table_records[3].mult, 0);
-	ck_assert_uint_eq(table_records[3].offset, 0);
+	ck_assert_uint_eq(table_page.records[3].mult, 0);
+	ck_assert_uint_eq(table_page.records[3].offset, 0);
 }
 END_TEST
 

@@ -29,7 +29,7 @@ static struct settings refresh_test_settings(bool disabled)
 
 static void refresh_test_setup(void)
 {
-	memset(&table_shared, 0, sizeof table_shared);
+	memset(&table_page.shared, 0, sizeof table_page.shared);
 }
 
 static void refresh_test_teardown(void)
@@ -37,13 +37,13 @@ static void refresh_test_teardown(void)
 	struct settings off = refresh_test_settings(true);
 
 	refresh_configure(&off);
-	memset(&table_shared, 0, sizeof table_shared);
+	memset(&table_page.shared, 0, sizeof table_page.shared);
 }
 
 static bool refresh_test_pending(void)
 {
-	return (__atomic_load_n(&table_shared.api_flags, __ATOMIC_ACQUIRE) & CLOCK_START_PENDING) !=
-	       0;
+	return (__atomic_load_n(&table_page.shared.api_flags, __ATOMIC_ACQUIRE) &
+		CLOCK_START_PENDING) != 0;
 }
 
 /* Enabled: the first time call is to start the thread. Disabled: never. */
@@ -94,13 +94,13 @@ START_TEST(test_refresh_start_pending_after_fork)
 	struct settings off = refresh_test_settings(true);
 
 	__atomic_store_n(&refresh_state, REFRESH_RUNNING, __ATOMIC_RELEASE);
-	__atomic_store_n(&table_shared.api_flags, chosen, __ATOMIC_RELEASE);
+	__atomic_store_n(&table_page.shared.api_flags, chosen, __ATOMIC_RELEASE);
 	refresh_after_fork_in_child();
 	ck_assert_int_eq(refresh_state, REFRESH_IDLE);
-	ck_assert_uint_eq(table_shared.api_flags, chosen | CLOCK_START_PENDING);
+	ck_assert_uint_eq(table_page.shared.api_flags, chosen | CLOCK_START_PENDING);
 
 	refresh_configure(&off);
-	__atomic_store_n(&table_shared.api_flags, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&table_page.shared.api_flags, 0, __ATOMIC_RELEASE);
 	refresh_after_fork_in_child();
 	ck_assert_int_eq(refresh_state, REFRESH_OFF);
 	ck_assert(!refresh_test_pending());
@@ -153,7 +153,7 @@ START_TEST(test_refresh_drop_after_15_s)
 	lines_cpu_failed(cpu, c, t0);
 	lines_cpu_failed(cpu, c, t0 + LINES_DROP_AFTER_NS - 1);
 	ck_assert(!c->dropped);
-	ck_assert_uint_eq(table_records[cpu].mult, line.mult);
+	ck_assert_uint_eq(table_page.records[cpu].mult, line.mult);
 	/* A success: failing_since_ns is cleared, as round_update_one does. */
 	c->failing_since_ns = 0;
 	lines_cpu_failed(cpu, c, t0 + LINES_DROP_AFTER_NS + 5);
@@ -162,8 +162,8 @@ START_TEST(test_refresh_drop_after_15_s)
 	ck_assert(!c->dropped);
 	lines_cpu_failed(cpu, c, t0 + 2 * LINES_DROP_AFTER_NS + 5);
 	ck_assert(c->dropped);
-	ck_assert_uint_eq(table_records[cpu].mult, 0);
-	ck_assert_uint_eq(table_records[cpu].offset, 0);
+	ck_assert_uint_eq(table_page.records[cpu].mult, 0);
+	ck_assert_uint_eq(table_page.records[cpu].offset, 0);
 	memset(lines_cpus, 0, sizeof lines_cpus);
 }
 END_TEST

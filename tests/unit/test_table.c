@@ -18,8 +18,8 @@
 
 static void table_test_setup(void)
 {
-	memset(table_records, 0, sizeof table_records);
-	memset(&table_shared, 0, sizeof table_shared);
+	memset(table_page.records, 0, sizeof table_page.records);
+	memset(&table_page.shared, 0, sizeof table_page.shared);
 	table_wanted_clear();
 }
 
@@ -113,19 +113,19 @@ END_TEST
  * touches nothing else in the shared record. */
 START_TEST(test_table_validity)
 {
-	table_shared.offset_ns[CLOCK_OFFSET_REALTIME] = 1234567;
-	table_shared.api_flags = 0x13;
+	table_page.shared.offset_ns[CLOCK_OFFSET_REALTIME] = 1234567;
+	table_page.shared.api_flags = 0x13;
 	table_set_validity(1000, 2000);
-	ck_assert_uint_eq(table_shared.valid_from_tsc, 1000);
-	ck_assert_uint_eq(table_shared.valid_ticks, 2000);
+	ck_assert_uint_eq(table_page.shared.valid_from_tsc, 1000);
+	ck_assert_uint_eq(table_page.shared.valid_ticks, 2000);
 	table_set_validity(UINT64_MAX - 5, 0);
-	ck_assert_uint_eq(table_shared.valid_from_tsc, UINT64_MAX - 5);
-	ck_assert_uint_eq(table_shared.valid_ticks, 0);
+	ck_assert_uint_eq(table_page.shared.valid_from_tsc, UINT64_MAX - 5);
+	ck_assert_uint_eq(table_page.shared.valid_ticks, 0);
 	table_set_validity(0, UINT64_MAX);
-	ck_assert_uint_eq(table_shared.valid_from_tsc, 0);
-	ck_assert_uint_eq(table_shared.valid_ticks, UINT64_MAX);
-	ck_assert_uint_eq(table_shared.offset_ns[CLOCK_OFFSET_REALTIME], 1234567);
-	ck_assert_uint_eq(table_shared.api_flags, 0x13);
+	ck_assert_uint_eq(table_page.shared.valid_from_tsc, 0);
+	ck_assert_uint_eq(table_page.shared.valid_ticks, UINT64_MAX);
+	ck_assert_uint_eq(table_page.shared.offset_ns[CLOCK_OFFSET_REALTIME], 1234567);
+	ck_assert_uint_eq(table_page.shared.api_flags, 0x13);
 }
 END_TEST
 
