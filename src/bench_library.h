@@ -8,13 +8,19 @@
 
 #include "settings.h"
 
-enum bench_library_state { BENCH_LIBRARY_READY, BENCH_LIBRARY_ABSENT, BENCH_LIBRARY_BUSY };
+enum bench_library_state {
+	BENCH_LIBRARY_READY,
+	BENCH_LIBRARY_ABSENT,
+	BENCH_LIBRARY_BUSY,
+	BENCH_LIBRARY_SERVED, /* a calibration service's page answers: no thread */
+};
 
 struct bench_library {
 	const char *owner;		/* the file defining the process's clock_gettime */
 	bool preloaded;			/* owner is the preloaded library */
 	enum bench_library_state state; /* after bench_library_wait */
 	double waited_ms;		/* how long bench_library_wait took */
+	char page[256];			/* the page that serves it, when SERVED */
 };
 
 /* Fills owner and preloaded; the state stays BENCH_LIBRARY_ABSENT. */

@@ -18,7 +18,8 @@ static const char *const bench_report_api_names[BENCH_APIS] = {
 	"timespec_get(TIME_UTC)",   "clock_gettime(BOOTTIME)", "clock_gettime(TAI)",
 };
 static const char *const bench_report_bare_names[BENCH_BARES] = { "rdtsc", "rdtscp" };
-static const char *const bench_report_library_state_names[] = { "ready", "absent", "busy" };
+static const char *const bench_report_library_state_names[] = { "ready", "absent", "busy",
+								"served" };
 
 /* Whether the engine's read path for api is compared with the floor: the
  * entry points that read the counter (time() does too, but libc answers it
@@ -217,6 +218,10 @@ void bench_report_table(const struct cpu_facts *facts, const struct bench_result
 		printf("measuring this process's symbols: preloaded; the library's "
 		       "first round was over after %.0f ms\n",
 		       library->waited_ms);
+	else if (bench_options.symbols && library->state == BENCH_LIBRARY_SERVED)
+		printf("measuring this process's symbols: preloaded, served by the page %s "
+		       "(no thread of the library's)\n",
+		       library->page);
 	else if (bench_options.symbols && library->state == BENCH_LIBRARY_ABSENT)
 		printf("measuring this process's symbols: preloaded, but the library "
 		       "runs no thread: it answers with libc\n");

@@ -20,7 +20,9 @@
 #include "preload_step.h"
 #include "refresh.h"
 #include "sandbox.h"
+#include "service_page.h"
 #include "settings.h"
+#include "signal_guard.h"
 #include "verdict.h"
 
 #define PRELOAD_EXPORT __attribute__((visibility("default")))
@@ -51,27 +53,41 @@ static void preload_after_fork_in_child(void)
  * each one is a VM exit) and no symbol lookup: all of that is paid by every
  * process start, even one that never reads the clock. Two system calls of
  * well under a microsecond: getpid (whose process the library's memory is)
- * and prctl(PR_GET_SECCOMP) (sandbox.h). The one file, the kernel's
- * clocksource, is read here: before main() no descriptor of the program's
- * can be taken or closed under us (verdict_read_kernel). libc's functions
+ * and prctl(PR_GET_SECCOMP) (sandbox.h). The files, the kernel's
+ * clocksource and a calibration service's page, are read here: before
+ * main() no descriptor of the program's can be taken or closed under us
+ * (verdict_read_kernel, service_page_find). A page that serves is mapped
+ * over the table, and then no thread of ours ever runs in the process. libc's functions
  * are looked up by the first call that needs one; the refresh thread checks
  * the processor when it starts. */
 __attribute__((constructor)) static void preload_init(void)
 {
 	struct settings settings;
 
+	bool rseq_registered, served = false;
+	char page[PATH_MAX];
+	struct service_page_look look;
+
 	settings_load(&settings, preload_getenv, debug_write_line);
 	debug_enabled = settings.debug;
 	cpu_hidden_hwcaps = settings.hidden_hwcaps;
 	if (!settings.disabled) {
 		/* Before any reader: the offset is written once. */
-		cpu_rseq_init();
+		rseq_registered = cpu_rseq_init();
 		/* Before the program can install a filter of its own. */
 		sandbox_record();
 		pthread_atfork(NULL, NULL, preload_after_fork_in_child);
 		verdict_read_kernel();
+		served = service_page_find(&settings, rseq_registered, true, page, &look);
 	}
-	refresh_configure(&settings);
+	if (served) {
+		debug_log("calibration served by the page %s (service pid %d): no thread", page,
+			  (int)look.header.service_pid);
+		signal_guard_set_pass_through(true);
+		refresh_serve(&settings);
+	} else {
+		refresh_configure(&settings);
+	}
 }
 
 /* What every slow path does first. It starts the refresh thread if one is

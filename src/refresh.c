@@ -81,6 +81,21 @@ void refresh_configure(const struct settings *settings)
 	refresh_set_state(settings->disabled ? REFRESH_OFF : REFRESH_IDLE);
 }
 
+void refresh_serve(const struct settings *settings)
+{
+	refresh_configure(settings);
+	refresh_set_state(REFRESH_SERVED);
+}
+
+void refresh_unserve(void)
+{
+	int served = REFRESH_SERVED;
+
+	if (__atomic_compare_exchange_n(&refresh_state, &served, REFRESH_IDLE, false,
+					__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+		refresh_set_state(REFRESH_IDLE);
+}
+
 static bool refresh_stop_asked(void)
 {
 	return __atomic_load_n(&refresh.stop_word, __ATOMIC_ACQUIRE) != 0;
@@ -176,7 +191,7 @@ static void refresh_stopped(void)
 	if (__atomic_load_n(&refresh.stop_word, __ATOMIC_ACQUIRE) != REFRESH_STOP_FOR_GOOD)
 		return;
 	table_stop_answering(api_choice_ever_answered() ? CLOCK_LIBC_CLAMPED : 0);
-	debug_log("refresh thread stopped for good (a seccomp filter): answering with libc");
+	debug_log("refresh thread stopped for good: answering with libc");
 }
 
 /* After a round: the clocksource's verdict, then the choice of entry
@@ -367,9 +382,11 @@ enum refresh_stopped refresh_stop(enum refresh_stop_kind kind)
 	enum refresh_stopped stopped = REFRESH_STOPPED_ASKED;
 	bool may_join;
 
-	/* getpid is a system call: only where the library could be on. */
-	if (__atomic_load_n(&refresh_state, __ATOMIC_ACQUIRE) == REFRESH_OFF ||
-	    getpid() != refresh.owner_pid) {
+	/* getpid is a system call: only where the library could be on. A
+	 * served process has no thread to stop. */
+	int state = __atomic_load_n(&refresh_state, __ATOMIC_ACQUIRE);
+
+	if (state == REFRESH_OFF || state == REFRESH_SERVED || getpid() != refresh.owner_pid) {
 		errno = saved_errno;
 		return REFRESH_STOPPED_NONE;
 	}
@@ -405,6 +422,10 @@ void refresh_after_fork_in_child(void)
 {
 	int state = __atomic_load_n(&refresh_state, __ATOMIC_RELAXED);
 
+	/* A served child is served as its parent was: the page is mapped in
+	 * it too, and nothing here is its own. */
+	if (state == REFRESH_SERVED)
+		return;
 	round_after_fork();
 	/* The thread, stopping or not, stayed in the parent: nothing here to
 	 * join, or to tell to stop. */

@@ -19,8 +19,18 @@ enum refresh_state {
 	REFRESH_RUNNING,
 	REFRESH_OFF,	  /* not wanted, not possible, or could not start */
 	REFRESH_STOPPING, /* one caller is stopping it (refresh_stop) */
+	REFRESH_SERVED,	  /* a calibration service's page is the table: no thread */
 };
 extern __attribute__((visibility("hidden"))) int refresh_state;
+
+/* A process served by a calibration service (service_page.h): the
+ * settings are recorded as refresh_configure does, and no thread ever
+ * starts while it is served; nothing is written to the table, which is
+ * the service's, read-only. */
+void refresh_serve(const struct settings *settings);
+/* Served no more (service_page_leave made the table this process's own
+ * again): the next time call starts this process's own thread. */
+void refresh_unserve(void);
 
 /* Starts the thread unless it runs, has failed or is not wanted. */
 void refresh_start(void);

@@ -155,6 +155,8 @@ void settings_load(struct settings *settings, settings_lookup_fn lookup, setting
 	settings->force = settings_bool(lookup, warn, "FASTTIME_FORCE");
 	settings->hidden_hwcaps = settings_hwcaps(lookup, warn) | settings_emulator_hwcaps(lookup);
 
+	settings->page = lookup("FASTTIME_PAGE");
+
 	settings->relaxed = false;
 	mode = lookup("FASTTIME_MODE");
 	if (mode != NULL && strcmp(mode, "relaxed") == 0)
@@ -173,4 +175,10 @@ void settings_load(struct settings *settings, settings_lookup_fn lookup, setting
 		snprintf(fallback, sizeof fallback, "%u", SETTINGS_DEFAULT_INTERVAL_MS);
 		settings_warn_value(warn, "FASTTIME_INTERVAL_MS", interval, expected, fallback);
 	}
+}
+
+bool settings_page_none(const struct settings *settings)
+{
+	return settings->page != NULL &&
+	       (settings->page[0] == '\0' || strcmp(settings->page, "none") == 0);
 }

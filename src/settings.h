@@ -18,7 +18,13 @@ struct settings {
 	uint32_t interval_ms;	/* FASTTIME_INTERVAL_MS */
 	uint32_t hidden_hwcaps; /* CPU_HWCAP_* bits treated as absent: FASTTIME_HWCAPS,
 				 * and rdtscp under valgrind (its CPUID is synthetic) */
+	/* FASTTIME_PAGE: the calibration service's page to be served by;
+	 * NULL to look in the default places, "" or "none" for no service. */
+	const char *page;
 };
+
+/* Whether settings->page asks for no service at all. */
+bool settings_page_none(const struct settings *settings);
 
 /* Looks up one variable; secure_getenv in the library, a table in tests. */
 typedef const char *(*settings_lookup_fn)(const char *name);

@@ -258,11 +258,22 @@ static void *signal_guard_unwrap(int sig, void *handler)
 	return handler;
 }
 
+static bool signal_guard_pass_through;
+
+void signal_guard_set_pass_through(bool pass)
+{
+	if (pass)
+		signal_guard_resolve_all();
+	__atomic_store_n(&signal_guard_pass_through, pass, __ATOMIC_RELEASE);
+}
+
 /* Signals whose installs go to the next function untouched: out of range,
- * or kept by glibc for itself (it refuses them before reading the action). */
+ * or kept by glibc for itself (it refuses them before reading the action);
+ * all of them in a served process. */
 static bool signal_guard_passes(int sig)
 {
-	return sig <= 0 || sig >= NSIG || (sig >= 32 && sig < SIGRTMIN);
+	return sig <= 0 || sig >= NSIG || (sig >= 32 && sig < SIGRTMIN) ||
+	       __atomic_load_n(&signal_guard_pass_through, __ATOMIC_ACQUIRE);
 }
 
 /* Takes sig's install flag if no install holds it; never waits. */

@@ -49,6 +49,14 @@ extern __thread struct signal_guard_thread signal_guard_thread
  * is kept. */
 bool signal_guard_may_start(void);
 
+/* A process served by a calibration service runs no thread of ours, so
+ * whether a handler runs never matters: with pass set, every install goes
+ * straight to the next function (libc's), with no lock and no system call
+ * of ours. Setting it looks the next functions up at once (the
+ * constructor calls it), so that no install takes the loader's lock
+ * later. */
+void signal_guard_set_pass_through(bool pass);
+
 /* sigaction as the program sees it: a handler is installed behind the
  * trampoline with the caller's flags and mask exactly; the old action
  * reports the program's handler, never the trampoline. No lock, no wait,

@@ -78,14 +78,26 @@ static void tool_info_print_reading(const char *mode, const struct cpu_facts *fa
 
 /* The settings the library would run with, as the environment and the
  * options make them. */
-static void tool_info_print_settings(const struct settings *settings, const struct cpu_facts *facts)
+static void tool_info_print_settings(const struct settings *settings,
+				     const struct tool_info_report *report)
 {
+	const struct cpu_facts *facts = &report->facts;
+
 	printf("mode          %s\n", settings->relaxed ? "relaxed" : "ordered");
 	tool_info_print_reading("reading", facts, settings->relaxed);
 	printf("interval      %" PRIu32 " ms\n", settings->interval_ms);
 	if (settings->disabled)
 		printf("disabled      FASTTIME_DISABLE is set: every call would be answered "
 		       "by libc\n");
+	if (report->served)
+		printf("calibration   served by fasttimed (page %s, service pid %d): programs "
+		       "run no thread of ours\n",
+		       report->page, report->service_pid);
+	else if (report->page_refused != NULL)
+		printf("calibration   own thread (the page %s is refused: %s)\n", report->page,
+		       report->page_refused);
+	else
+		printf("calibration   own thread (no calibration service's page)\n");
 }
 
 /* One line per CPU the library would calibrate (every online CPU this
@@ -200,7 +212,7 @@ int tool_info_run(const struct settings *settings, enum tool_info_format format)
 	 * over a slow kernel clock. */
 	if (text) {
 		tool_info_print_facts(&report);
-		tool_info_print_settings(settings, &report.facts);
+		tool_info_print_settings(settings, &report);
 		fflush(stdout);
 	}
 	tool_info_report_calibrate(&report, cpus);

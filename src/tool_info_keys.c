@@ -158,6 +158,15 @@ static void tool_info_keys_settings(const struct tool_info_report *report)
 	tool_info_keys_yes("disabled", settings->disabled);
 	tool_info_keys_yes("fast_path", report->unusable == NULL);
 	tool_info_keys_text("fast_path_problem", report->unusable != NULL ? report->unusable : "");
+	char pid[16] = "";
+
+	if (report->served)
+		snprintf(pid, sizeof pid, "%d", report->service_pid);
+	tool_info_keys_put("calibration_source", "%s", report->served ? "served" : "own_thread");
+	tool_info_keys_text("service.page", report->page);
+	tool_info_keys_put("service.pid", "%s", pid);
+	tool_info_keys_text("service.page_problem",
+			    report->page_refused != NULL ? report->page_refused : "");
 }
 
 /* A line whose fact may be unknown here: then its value is empty. */

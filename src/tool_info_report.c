@@ -5,6 +5,8 @@
 
 #include "tool_info_report.h"
 
+#include "service_page.h"
+
 #include <string.h>
 #include <time.h>
 
@@ -19,6 +21,19 @@
 /* 2^64: a line's mult is ns per tick as a 0.64 fixed-point fraction. */
 #define TOOL_INFO_TWO_64 18446744073709551616.0
 
+/* Looks for the page a program would be served by, as the library does
+ * at start, without mapping it. */
+static void tool_info_report_service(struct tool_info_report *report)
+{
+	struct service_page_look look;
+
+	report->served = !report->settings->disabled &&
+			 service_page_find(report->settings, report->facts.rseq_registered, false,
+					   report->page, &look);
+	report->service_pid = report->served ? look.header.service_pid : 0;
+	report->page_refused = !report->served && report->page[0] != '\0' ? look.refused : NULL;
+}
+
 void tool_info_report_probe(struct tool_info_report *report, const struct settings *settings)
 {
 	memset(report, 0, sizeof *report);
@@ -26,6 +41,7 @@ void tool_info_report_probe(struct tool_info_report *report, const struct settin
 	cpu_probe_instructions(&report->facts);
 	cpu_probe_kernel(&report->facts);
 	tool_run_find_library(&report->library);
+	tool_info_report_service(report);
 }
 
 /* The CPUs the engine visited (online, and its thread could run there);

@@ -5,6 +5,7 @@
 #ifndef FASTTIME_TOOL_INFO_REPORT_H
 #define FASTTIME_TOOL_INFO_REPORT_H
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -31,6 +32,13 @@ struct tool_info_report {
 	bool can_order; /* ordered reads are possible here */
 	unsigned calls_fell_back;
 	struct api_cost ordered[API_CHOICE_COUNT], relaxed[API_CHOICE_COUNT];
+	/* Whether a program started now would be served by a calibration
+	 * service (service_page.h): the page's path and its service's pid;
+	 * else, where a page exists, why it was refused. */
+	bool served;
+	char page[PATH_MAX];
+	int service_pid;
+	const char *page_refused;
 };
 
 /* One CPU's row of the per-CPU table, as numbers; a fact is known only

@@ -13,6 +13,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "tool_serve.h"
+
 #define TOOL_RUN_LIBRARY_NAME "libfasttime.so"
 /* ld.so splits LD_PRELOAD at either of these. */
 #define TOOL_RUN_SEPARATORS " :"
@@ -182,12 +184,29 @@ static bool tool_run_set_environment(const struct tool_run_options *options)
 	return true;
 }
 
+/* The command's process, for the forwarding handler. */
+static volatile pid_t tool_run_child;
+
+/* SIGTERM and SIGHUP sent to fasttime reach the command, which decides
+ * whether to die of them; fasttime then ends as it did, after removing
+ * the page it served. */
+static void tool_run_forward(int sig)
+{
+	int saved_errno = errno;
+
+	if (tool_run_child > 0)
+		kill(tool_run_child, sig);
+	errno = saved_errno;
+}
+
 /* Forks, executes argv in the child and waits for it. Like time(1), the
  * parent ignores the terminal's SIGINT and SIGQUIT while it waits: they
- * reach the child too, and the child decides whether to die of them. */
+ * reach the child too, and the child decides whether to die of them.
+ * SIGTERM and SIGHUP are forwarded to it. */
 static int tool_run_spawn(char *const argv[])
 {
 	struct sigaction ignore = { .sa_handler = SIG_IGN };
+	struct sigaction forward = { .sa_handler = tool_run_forward, .sa_flags = SA_RESTART };
 	sigset_t terminal, saved;
 	int status;
 	pid_t pid;
@@ -197,6 +216,8 @@ static int tool_run_spawn(char *const argv[])
 	sigemptyset(&terminal);
 	sigaddset(&terminal, SIGINT);
 	sigaddset(&terminal, SIGQUIT);
+	sigaddset(&terminal, SIGTERM);
+	sigaddset(&terminal, SIGHUP);
 	sigprocmask(SIG_BLOCK, &terminal, &saved);
 	fflush(NULL);
 	pid = fork();
@@ -215,8 +236,11 @@ static int tool_run_spawn(char *const argv[])
 		_exit(error == ENOENT || error == ENOTDIR ? TOOL_RUN_EXIT_NOT_FOUND
 							  : TOOL_RUN_EXIT_CANNOT_RUN);
 	}
+	tool_run_child = pid;
 	sigaction(SIGINT, &ignore, NULL);
 	sigaction(SIGQUIT, &ignore, NULL);
+	sigaction(SIGTERM, &forward, NULL);
+	sigaction(SIGHUP, &forward, NULL);
 	sigprocmask(SIG_SETMASK, &saved, NULL);
 	while (waitpid(pid, &status, 0) < 0) {
 		if (errno != EINTR) {
@@ -235,6 +259,8 @@ static int tool_run_spawn(char *const argv[])
 int tool_run_command(const struct tool_run_options *options, char *const argv[])
 {
 	struct tool_run_library library;
+	struct tool_serve serve = { .serving = false };
+	int status;
 
 	if (options->native) {
 		if (!tool_run_set_preload(NULL))
@@ -250,7 +276,11 @@ int tool_run_command(const struct tool_run_options *options, char *const argv[])
 	}
 	if (!tool_run_set_environment(options))
 		goto no_environment;
-	return tool_run_spawn(argv);
+	if (!options->native)
+		tool_serve_start(&serve);
+	status = tool_run_spawn(argv);
+	tool_serve_stop(&serve);
+	return status;
 
 no_environment:
 	fprintf(stderr, "fasttime: cannot set the environment: %s\n", strerror(errno));

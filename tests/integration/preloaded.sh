@@ -18,9 +18,12 @@ fi
 
 # Each test chooses its own settings: none may leak in from the caller's
 # environment, except FASTTIME_SOAK (the tests' own knob for long runs).
+# Nor is any served by a calibration service the machine may run.
 for integ_name in $(env | sed -n 's/^\(FASTTIME_[A-Za-z0-9_]*\)=.*/\1/p'); do
     test "$integ_name" = FASTTIME_SOAK || unset "$integ_name"
 done
+FASTTIME_PAGE=none
+export FASTTIME_PAGE
 unset LD_PRELOAD
 
 # A library built with --enable-asan or --enable-tsan needs its sanitizer's

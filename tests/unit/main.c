@@ -1,4 +1,4 @@
-/* Runs every unit suite. The table and clock suites execute the TSC and
+/* Runs every unit suite. The table, clock and service page suites execute the TSC and
  * cmpxchg16b instructions, so they run only where the fast path could, and
  * with the CPU features the library would see: FASTTIME_HWCAPS and an
  * emulator's limits apply here as they do to the library. */
@@ -46,6 +46,7 @@ int main(void)
 	if (reason == NULL) {
 		srunner_add_suite(runner, suite_table());
 		srunner_add_suite(runner, suite_clock());
+		srunner_add_suite(runner, suite_service_page());
 	} else {
 		printf("SKIP: table and clock suites: %s\n", reason);
 	}

@@ -14,5 +14,6 @@ Suite *suite_refresh(void);
 Suite *suite_cpu(void);
 Suite *suite_evidence(void);
 Suite *suite_watch(void);
+Suite *suite_service_page(void);
 
 #endif

@@ -1,0 +1,201 @@
+/* fasttimed: one calibration for the machine (or for one user). It runs
+ * the engine's rounds, watch and per-API choice in its own thread and
+ * publishes the lines in a page that every preloaded program maps
+ * read-only at start: served programs run no thread of ours.
+ *
+ * It stays in the foreground and logs to standard error, as systemd
+ * expects; SIGTERM, SIGINT or SIGHUP ends it: readers stop answering from
+ * the page at once, and the page is removed. */
+#include "config.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cpu.h"
+#include "debug.h"
+#include "service.h"
+#include "service_page.h"
+#include "settings.h"
+
+#define FASTTIMED_EXIT_USAGE 2
+/* How often the main thread looks whether the refresh thread still runs. */
+#define FASTTIMED_CHECK_SECONDS 1
+
+struct fasttimed_options {
+	char page[PATH_MAX];
+	uint32_t interval_ms; /* 0: the settings' */
+	bool help;
+	bool version;
+};
+
+static void fasttimed_usage(void)
+{
+	printf("Usage: fasttimed [--page PATH] [--interval MS]\n"
+	       "Calibrate the time-stamp counter of every CPU and publish the lines in a page\n"
+	       "that programs running with libfasttime.so read: they then start no thread of\n"
+	       "their own and answer from the counter from their first call.\n"
+	       "\n"
+	       "  --page PATH      where to publish the page (default: %s as root,\n"
+	       "                   $XDG_RUNTIME_DIR/%s/%s otherwise)\n"
+	       "  --interval MS    recalibrate every MS milliseconds (%u to %u; default %u)\n"
+	       "  -h, --help       show this help and exit\n"
+	       "  -V, --version    show the version and exit\n"
+	       "\n"
+	       "FASTTIME_MODE, FASTTIME_FORCE and FASTTIME_HWCAPS apply as they do to the\n"
+	       "library; a program is served only when its own are the same. Stays in the\n"
+	       "foreground and logs to standard error; SIGTERM ends it and removes the page.\n",
+	       SERVICE_PAGE_SYSTEM_PATH, SERVICE_PAGE_USER_DIR, SERVICE_PAGE_NAME,
+	       SETTINGS_MIN_INTERVAL_MS, SETTINGS_MAX_INTERVAL_MS, SETTINGS_DEFAULT_INTERVAL_MS);
+}
+
+static int fasttimed_bad_usage(const char *format, ...) __attribute__((format(printf, 1, 2)));
+static int fasttimed_bad_usage(const char *format, ...)
+{
+	va_list args;
+
+	fputs("fasttimed: ", stderr);
+	va_start(args, format);
+	vfprintf(stderr, format, args);
+	va_end(args);
+	fputs("\nTry 'fasttimed --help' for more information.\n", stderr);
+	return FASTTIMED_EXIT_USAGE;
+}
+
+/* The default page: the system's for root, the user's otherwise. */
+static bool fasttimed_default_page(char page[PATH_MAX])
+{
+	const char *runtime = getenv("XDG_RUNTIME_DIR");
+	int written;
+
+	if (geteuid() == 0) {
+		snprintf(page, PATH_MAX, "%s", SERVICE_PAGE_SYSTEM_PATH);
+		return true;
+	}
+	if (runtime == NULL || runtime[0] != '/')
+		return false;
+	written =
+	    snprintf(page, PATH_MAX, "%s/%s/%s", runtime, SERVICE_PAGE_USER_DIR, SERVICE_PAGE_NAME);
+	return written > 0 && written < PATH_MAX;
+}
+
+/* clang-format off */
+static const struct option fasttimed_longs[] = {
+	{ "page", required_argument, NULL, 'p' },
+	{ "interval", required_argument, NULL, 'i' },
+	{ "help", no_argument, NULL, 'h' },
+	{ "version", no_argument, NULL, 'V' },
+	{ NULL, 0, NULL, 0 },
+};
+/* clang-format on */
+
+static int fasttimed_parse(int argc, char **argv, struct fasttimed_options *options)
+{
+	int opt;
+
+	memset(options, 0, sizeof *options);
+	opterr = 0;
+	while ((opt = getopt_long(argc, argv, ":hV", fasttimed_longs, NULL)) != -1) {
+		switch (opt) {
+		case 'p':
+			if (optarg[0] == '\0' || snprintf(options->page, sizeof options->page, "%s",
+							  optarg) >= (int)sizeof options->page)
+				return fasttimed_bad_usage("--page wants a path, not '%s'", optarg);
+			break;
+		case 'i':
+			if (!settings_parse_range(optarg, SETTINGS_MIN_INTERVAL_MS,
+						  SETTINGS_MAX_INTERVAL_MS, &options->interval_ms))
+				return fasttimed_bad_usage(
+				    "--interval wants milliseconds from %u to %u, not '%s'",
+				    SETTINGS_MIN_INTERVAL_MS, SETTINGS_MAX_INTERVAL_MS, optarg);
+			break;
+		case 'h': options->help = true; break;
+		case 'V': options->version = true; break;
+		case ':': return fasttimed_bad_usage("option '%s' needs a value", argv[optind - 1]);
+		default: return fasttimed_bad_usage("unknown option '%s'", argv[optind - 1]);
+		}
+	}
+	if (optind < argc)
+		return fasttimed_bad_usage("takes no argument, but '%s' was given", argv[optind]);
+	if (!options->help && !options->version && options->page[0] == '\0' &&
+	    !fasttimed_default_page(options->page))
+		return fasttimed_bad_usage("XDG_RUNTIME_DIR is not set: give --page PATH");
+	return 0;
+}
+
+static const char *fasttimed_getenv(const char *name)
+{
+	return getenv(name);
+}
+
+/* Waits for a signal that ends the service, or for the refresh thread to
+ * quit on its own; returns the signal, or 0 for the latter. */
+static int fasttimed_wait(const sigset_t *ending)
+{
+	struct timespec check = { FASTTIMED_CHECK_SECONDS, 0 };
+
+	while (service_running()) {
+		int sig = sigtimedwait(ending, NULL, &check);
+
+		if (sig > 0)
+			return sig;
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct fasttimed_options options;
+	struct service_page_writer page;
+	struct settings settings;
+	char error[PATH_MAX + 128];
+	sigset_t ending;
+	int status = fasttimed_parse(argc, argv, &options), sig;
+
+	if (status != 0)
+		return status;
+	if (options.help || options.version) {
+		if (options.help)
+			fasttimed_usage();
+		else
+			printf("fasttimed %s\n", PACKAGE_VERSION);
+		return fflush(stdout) == 0 && !ferror(stdout) ? 0 : 1;
+	}
+	settings_load(&settings, fasttimed_getenv, debug_write_line);
+	if (options.interval_ms != 0)
+		settings.interval_ms = options.interval_ms;
+	debug_enabled = settings.debug;
+	cpu_hidden_hwcaps = settings.hidden_hwcaps;
+	cpu_rseq_init();
+
+	/* Blocked in every thread (the refresh thread starts with all of them
+	 * blocked): taken only by the wait below. */
+	sigemptyset(&ending);
+	sigaddset(&ending, SIGTERM);
+	sigaddset(&ending, SIGINT);
+	sigaddset(&ending, SIGHUP);
+	sigprocmask(SIG_BLOCK, &ending, NULL);
+
+	if (!service_start(&page, options.page, &settings, error, sizeof error)) {
+		fprintf(stderr, "fasttimed: %s\n", error);
+		return 1;
+	}
+	fprintf(stderr, "fasttimed: serving %s (pid %d, %s mode, every %u ms)\n", options.page,
+		(int)getpid(), settings.relaxed ? "relaxed" : "ordered", settings.interval_ms);
+	sig = fasttimed_wait(&ending);
+	service_stop(&page);
+	if (sig == 0) {
+		fprintf(stderr,
+			"fasttimed: the fast path cannot run here any more; page removed\n");
+		return 1;
+	}
+	fprintf(stderr, "fasttimed: %s: page removed\n", strsignal(sig));
+	return 0;
+}

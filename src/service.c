@@ -1,0 +1,55 @@
+/* Running the engine as a calibration service. */
+#include "config.h"
+
+#include "service.h"
+
+#include <stdio.h>
+
+#include "refresh.h"
+#include "table.h"
+#include "verdict.h"
+
+bool service_start(struct service_page_writer *page, const char *path,
+		   const struct settings *settings, char *error, size_t error_len)
+{
+	/* Before the engine writes anything: the page starts as a copy of
+	 * the empty table, and the engine's writes land in it. */
+	if (!service_page_create(page, path, settings, error, error_len))
+		return false;
+	refresh_configure(settings);
+	if (!refresh_calibrate_now()) {
+		snprintf(error, error_len, "the fast path cannot run here: %s",
+			 verdict.unusable != NULL ? verdict.unusable
+						  : "no CPU could be calibrated");
+		service_page_remove(page);
+		return false;
+	}
+	refresh_start();
+	if (!service_running()) {
+		snprintf(error, error_len, "the refresh thread could not start%s%s",
+			 verdict.unusable != NULL ? ": " : "",
+			 verdict.unusable != NULL ? verdict.unusable : "");
+		service_page_remove(page);
+		return false;
+	}
+	if (!service_page_publish(page, error, error_len)) {
+		service_stop(page);
+		return false;
+	}
+	return true;
+}
+
+bool service_running(void)
+{
+	return __atomic_load_n(&refresh_state, __ATOMIC_ACQUIRE) == REFRESH_RUNNING;
+}
+
+void service_stop(struct service_page_writer *page)
+{
+	refresh_stop(REFRESH_STOP_FOR_GOOD);
+	/* Whether or not the thread got to it: no reader answers from the
+	 * page once its name is gone, and libc's answers are clamped to what
+	 * each reader's thread was given from the page. */
+	table_stop_answering(CLOCK_LIBC_CLAMPED);
+	service_page_remove(page);
+}

@@ -1,0 +1,29 @@
+/* A calibration service: this process's engine, with its table mapped to
+ * a page file that other processes map read-only (service_page.h). Run by
+ * fasttimed for the machine (or a user), and by the fasttime command for
+ * the programs it runs. */
+#ifndef FASTTIME_SERVICE_H
+#define FASTTIME_SERVICE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "service_page.h"
+#include "settings.h"
+
+/* Makes the page at path, calibrates every CPU this process may run on
+ * (synchronously, a few tens of milliseconds), starts the refresh thread
+ * and only then gives the page its name: a reader never finds a page
+ * without lines. False with a message in error; nothing is left behind. */
+bool service_start(struct service_page_writer *page, const char *path,
+		   const struct settings *settings, char *error, size_t error_len);
+
+/* False once the refresh thread has quit on its own (the fast path can no
+ * longer run here: the clocksource or the processor changed its verdict). */
+bool service_running(void);
+
+/* Ends every reader's answers from the page at once (they ask libc), stops
+ * the thread and removes the page's name. */
+void service_stop(struct service_page_writer *page);
+
+#endif

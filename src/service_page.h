@@ -1,0 +1,125 @@
+/* The page a calibration service (fasttimed, or the fasttime command for
+ * the programs it runs) publishes: the table (table.h) in a file, which
+ * the service maps over its own table, read-write, and a served process
+ * maps over its own, read-only. The engine and the read path then run
+ * unchanged on both sides; only the served process's engine never runs.
+ *
+ * A served process trusts nothing it has not checked: the file's owner,
+ * mode and size, the header, and the values, the lines against its own
+ * kernel's clock (service_page_judge). */
+#ifndef FASTTIME_SERVICE_PAGE_H
+#define FASTTIME_SERVICE_PAGE_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "settings.h"
+#include "table.h"
+
+/* "fasttime" in the first 8 bytes, little-endian; the version changes with
+ * any change of struct table_page or of this header. */
+#define SERVICE_PAGE_MAGIC   0x656d697474736166ull
+#define SERVICE_PAGE_VERSION 1u
+#define SERVICE_PAGE_SIZE    ((uint32_t)sizeof(struct table_page))
+
+/* The system's page, and the user's under $XDG_RUNTIME_DIR. */
+#define SERVICE_PAGE_SYSTEM_PATH "/run/fasttime/page"
+#define SERVICE_PAGE_USER_DIR	 "fasttime"
+#define SERVICE_PAGE_NAME	 "page"
+
+/* How far a page's line may be from the reader's own CLOCK_MONOTONIC (and
+ * its realtime offset from CLOCK_REALTIME) when it is checked: far above
+ * the lines' error (about a microsecond), far below what another boot or
+ * another time namespace gives. */
+#define SERVICE_PAGE_AGREE_NS 1000000ull
+/* The longest validity a page may grant: more is absurd (the service
+ * renews it every interval, at most SETTINGS_MAX_INTERVAL_MS). */
+#define SERVICE_PAGE_MAX_VALID_NS (2ull * SETTINGS_MAX_INTERVAL_MS * 1000000ull)
+
+struct service_page_header {
+	uint64_t magic;
+	uint32_t version;
+	uint32_t size;		/* of the whole page: SERVICE_PAGE_SIZE */
+	int32_t service_pid;	/* in the service's PID namespace */
+	uint32_t interval_ms;	/* the service's refresh interval */
+	uint32_t hidden_hwcaps; /* the service's settings, which a reader must share */
+	uint8_t relaxed;
+	uint8_t force;
+};
+
+_Static_assert(sizeof(struct service_page_header) <= TABLE_PAGE_HEADER_BYTES,
+	       "the header fits the table's room for it");
+
+/* What a reader must find in a page: its own user and settings. */
+struct service_page_expect {
+	uid_t uid;
+	bool relaxed;
+	bool force;
+	uint32_t hidden_hwcaps;
+	bool rseq_registered;
+};
+
+void service_page_expect_from(struct service_page_expect *expect, const struct settings *settings,
+			      bool rseq_registered);
+
+/* NULL when page (a view of a whole page file) can serve a reader that
+ * expects this, now; else why not, in a few words. Reads the TSC and the
+ * kernel's clocks (raw system calls, no libc function). */
+const char *service_page_judge(const struct table_page *page,
+			       const struct service_page_expect *expect);
+
+/* The pages a reader looks for when FASTTIME_PAGE is not set, in order:
+ * the system's, then the user's. Returns how many paths were written. */
+unsigned service_page_default_paths(char paths[2][PATH_MAX]);
+
+/* What a look at a page found: the page's header when it serves. */
+struct service_page_look {
+	const char *refused; /* NULL when it serves */
+	struct service_page_header header;
+};
+
+/* Opens path and checks the file and its contents; the descriptor is
+ * closed before it returns. With attach, a page that serves is mapped
+ * read-only over this process's table (table_read_only is set). */
+void service_page_look_at(const char *path, const struct service_page_expect *expect, bool attach,
+			  struct service_page_look *look);
+
+/* The page a process with these settings is served by: FASTTIME_PAGE's,
+ * or the first default one that serves; none when FASTTIME_PAGE is "" or
+ * "none". True when one serves (mapped over the table with attach); path
+ * is then its path. Otherwise look says why the last page that exists was
+ * refused (path is that page's, or empty when none exists). Each refusal
+ * is one line under FASTTIME_DEBUG. */
+bool service_page_find(const struct settings *settings, bool rseq_registered, bool attach,
+		       char path[PATH_MAX], struct service_page_look *look);
+
+/* A served process about to leave what the page was judged for (another
+ * time namespace): the table becomes this process's own again, empty.
+ * Readers meanwhile see no line and ask libc. */
+bool service_page_leave(void);
+
+/* The service's side. */
+struct service_page_writer {
+	char path[PATH_MAX];
+	char temporary[PATH_MAX];
+	dev_t device;
+	ino_t inode;
+	bool published;
+};
+
+/* Makes the file beside path under a temporary name, with the table's
+ * present contents and the header, and maps it over this process's table,
+ * read-write: from then on the engine writes the page. Makes path's
+ * directory if it is missing. False with a message in error. */
+bool service_page_create(struct service_page_writer *writer, const char *path,
+			 const struct settings *settings, char *error, size_t error_len);
+/* Gives the page its name: readers may find it from now on. */
+bool service_page_publish(struct service_page_writer *writer, char *error, size_t error_len);
+/* Removes the page's name (and a temporary one), unless another page has
+ * taken the name since. The mapping stays: readers that have it see what
+ * the engine last wrote (table_stop_answering ends its validity first). */
+void service_page_remove(struct service_page_writer *writer);
+
+#endif

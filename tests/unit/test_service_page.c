@@ -1,0 +1,259 @@
+/* A calibration service's page as a reader judges it: a page made here,
+ * with a line that follows this machine's CLOCK_MONOTONIC, is accepted;
+ * each field spoiled in turn is refused, with its reason. Then the file's
+ * own checks (mode, size, kind, owner) through service_page_look_at. */
+#include "config.h"
+
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cpu.h"
+#include "service_page.h"
+#include "timespec_ns.h"
+#include "unit.h"
+
+/* CPUs given the line: every CPU this test may run on, on machines of up
+ * to this many. */
+#define SERVICE_PAGE_TEST_CPUS 64u
+
+static struct table_page service_page_test_page;
+static struct service_page_expect service_page_test_expect;
+static char service_page_test_file[64];
+
+static uint64_t service_page_test_mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return timespec_to_ns(&ts);
+}
+
+/* This machine's line, from two readings 2 ms apart: good to about a
+ * microsecond per millisecond, far inside the reader's 1 ms. */
+static struct calib_line service_page_test_line(void)
+{
+	const struct timespec pause = { 0, 2000000 };
+	uint64_t tsc0 = cpu_rdtsc(), ns0 = service_page_test_mono_ns(), tsc1, ns1;
+	struct calib_line line;
+
+	nanosleep(&pause, NULL);
+	tsc1 = cpu_rdtsc();
+	ns1 = service_page_test_mono_ns();
+	line.mult = (uint64_t)(((unsigned __int128)(ns1 - ns0) << 64) / (tsc1 - tsc0));
+	line.offset = ns1 - (uint64_t)(((unsigned __int128)tsc1 * line.mult) >> 64);
+	return line;
+}
+
+static void service_page_test_setup(void)
+{
+	struct service_page_header header = {
+		.magic = SERVICE_PAGE_MAGIC,
+		.version = SERVICE_PAGE_VERSION,
+		.size = SERVICE_PAGE_SIZE,
+		.service_pid = (int32_t)getpid(),
+		.interval_ms = SETTINGS_DEFAULT_INTERVAL_MS,
+	};
+	struct table_page *page = &service_page_test_page;
+	struct calib_line line = service_page_test_line();
+	struct timespec realtime;
+
+	memset(page, 0, sizeof *page);
+	memcpy(page->header, &header, sizeof header);
+	for (uint32_t cpu = 0; cpu < SERVICE_PAGE_TEST_CPUS; cpu++) {
+		page->records[cpu].mult = line.mult;
+		page->records[cpu].offset = line.offset;
+	}
+	clock_gettime(CLOCK_REALTIME, &realtime);
+	page->shared.offset_ns[CLOCK_OFFSET_REALTIME] =
+	    timespec_to_ns(&realtime) - service_page_test_mono_ns();
+	page->shared.api_flags = CLOCK_API_GETTIMEOFDAY | (1u << CLOCK_MONOTONIC);
+	/* Fresh for about ten seconds at any rate this test can meet. */
+	page->shared.valid_from_tsc = cpu_rdtsc();
+	page->shared.valid_ticks = 30000000000ull;
+
+	memset(&service_page_test_expect, 0, sizeof service_page_test_expect);
+	service_page_test_expect.uid = geteuid();
+	service_page_test_expect.rseq_registered = true;
+	service_page_test_file[0] = '\0';
+}
+
+static void service_page_test_teardown(void)
+{
+	if (service_page_test_file[0] != '\0')
+		unlink(service_page_test_file);
+}
+
+/* The reader's verdict on the test's page contains want (NULL: serves). */
+static void service_page_test_judged(const char *want)
+{
+	const char *got = service_page_judge(&service_page_test_page, &service_page_test_expect);
+
+	if (want == NULL)
+		ck_assert_msg(got == NULL, "refused: %s", got);
+	else
+		ck_assert_msg(got != NULL && strstr(got, want) != NULL,
+			      "expected a refusal with \"%s\", got %s", want,
+			      got != NULL ? got : "none");
+}
+
+static struct service_page_header *service_page_test_header(void)
+{
+	return (struct service_page_header *)service_page_test_page.header;
+}
+
+START_TEST(test_fresh_page_serves)
+{
+	service_page_test_judged(NULL);
+}
+END_TEST
+
+START_TEST(test_header_refused)
+{
+	service_page_test_header()->magic ^= 1;
+	service_page_test_judged("magic");
+	service_page_test_setup();
+	service_page_test_header()->version = SERVICE_PAGE_VERSION + 1;
+	service_page_test_judged("version");
+	service_page_test_setup();
+	service_page_test_header()->size = SERVICE_PAGE_SIZE - TABLE_PAGE_ALIGN;
+	service_page_test_judged("size");
+}
+END_TEST
+
+/* The page's flags say how the service reads: a reader with other
+ * settings would read otherwise. */
+START_TEST(test_other_settings_refused)
+{
+	service_page_test_expect.relaxed = true;
+	service_page_test_judged("mode");
+	service_page_test_setup();
+	service_page_test_expect.force = true;
+	service_page_test_judged("FASTTIME_FORCE");
+	service_page_test_setup();
+	service_page_test_expect.hidden_hwcaps = CPU_HWCAP_RDTSCP;
+	service_page_test_judged("hides");
+	service_page_test_setup();
+	service_page_test_page.shared.api_flags |= CLOCK_MODE_RELAXED;
+	service_page_test_header()->relaxed = 1;
+	service_page_test_expect.relaxed = true;
+	service_page_test_expect.rseq_registered = false;
+	service_page_test_judged("rseq");
+}
+END_TEST
+
+START_TEST(test_unstarted_or_stale_refused)
+{
+	service_page_test_page.shared.api_flags |= CLOCK_START_PENDING;
+	service_page_test_judged("not started");
+	service_page_test_setup();
+	service_page_test_page.shared.valid_ticks = 0;
+	service_page_test_judged("stale");
+	service_page_test_setup();
+	/* Written ahead of this TSC: another boot, or a counter gone back. */
+	service_page_test_page.shared.valid_from_tsc = cpu_rdtsc() + (1ull << 40);
+	service_page_test_judged("stale");
+	service_page_test_setup();
+	service_page_test_page.shared.valid_ticks = UINT64_MAX / 2;
+	service_page_test_judged("absurd validity");
+}
+END_TEST
+
+START_TEST(test_absurd_lines_refused)
+{
+	service_page_test_page.records[1].mult = 1000;
+	service_page_test_judged("absurd slope");
+	service_page_test_setup();
+	memset(service_page_test_page.records, 0, sizeof service_page_test_page.records);
+	service_page_test_judged("no CPU has a line");
+}
+END_TEST
+
+/* What another boot or another time namespace looks like from here: the
+ * lines, or the realtime offset, a second away from this kernel's. */
+START_TEST(test_other_clock_refused)
+{
+	for (uint32_t cpu = 0; cpu < SERVICE_PAGE_TEST_CPUS; cpu++)
+		service_page_test_page.records[cpu].offset += 1000000000ull;
+	service_page_test_judged("CLOCK_MONOTONIC");
+	service_page_test_setup();
+	service_page_test_page.shared.offset_ns[CLOCK_OFFSET_REALTIME] += 1000000000ull;
+	service_page_test_judged("CLOCK_REALTIME");
+}
+END_TEST
+
+/* Writes the test's page to a file of this mode and looks at it. */
+static const char *service_page_test_look(mode_t mode, off_t size)
+{
+	struct service_page_look look;
+	int fd;
+
+	snprintf(service_page_test_file, sizeof service_page_test_file,
+		 "/tmp/fasttime-unit-page.XXXXXX");
+	fd = mkstemp(service_page_test_file);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, &service_page_test_page, sizeof service_page_test_page),
+			 (ssize_t)sizeof service_page_test_page);
+	ck_assert_int_eq(ftruncate(fd, size), 0);
+	ck_assert_int_eq(fchmod(fd, mode), 0);
+	close(fd);
+	service_page_look_at(service_page_test_file, &service_page_test_expect, false, &look);
+	return look.refused;
+}
+
+START_TEST(test_file_checks)
+{
+	struct service_page_look look;
+	const char *refused;
+
+	refused = service_page_test_look(0644, SERVICE_PAGE_SIZE);
+	ck_assert_msg(refused == NULL, "a good file refused: %s", refused);
+	unlink(service_page_test_file);
+	refused = service_page_test_look(0664, SERVICE_PAGE_SIZE);
+	ck_assert_msg(refused != NULL && strstr(refused, "writable") != NULL, "group-writable: %s",
+		      refused != NULL ? refused : "served");
+	unlink(service_page_test_file);
+	refused = service_page_test_look(0646, SERVICE_PAGE_SIZE);
+	ck_assert_msg(refused != NULL && strstr(refused, "writable") != NULL,
+		      "writable by others: %s", refused != NULL ? refused : "served");
+	unlink(service_page_test_file);
+	refused = service_page_test_look(0644, SERVICE_PAGE_SIZE - 1);
+	ck_assert_msg(refused != NULL && strstr(refused, "size") != NULL, "short: %s",
+		      refused != NULL ? refused : "served");
+	/* Another user's page: the test's uid is not the file's. */
+	unlink(service_page_test_file);
+	service_page_test_expect.uid = geteuid() + 1;
+	refused = service_page_test_look(0644, SERVICE_PAGE_SIZE);
+	ck_assert_msg(geteuid() == 0 ? refused == NULL
+				     : refused != NULL && strstr(refused, "another user") != NULL,
+		      "another user's: %s", refused != NULL ? refused : "served");
+	service_page_look_at("/tmp", &service_page_test_expect, false, &look);
+	ck_assert_msg(look.refused != NULL && strstr(look.refused, "regular") != NULL,
+		      "a directory: %s", look.refused != NULL ? look.refused : "served");
+	service_page_look_at("/nonexistent/fasttime/page", &service_page_test_expect, false, &look);
+	ck_assert_msg(look.refused != NULL && strcmp(look.refused, "no page") == 0,
+		      "a missing page: %s", look.refused != NULL ? look.refused : "served");
+}
+END_TEST
+
+Suite *suite_service_page(void)
+{
+	Suite *s = suite_create("service_page");
+	TCase *tc = tcase_create("judge");
+
+	tcase_add_checked_fixture(tc, service_page_test_setup, service_page_test_teardown);
+	tcase_add_test(tc, test_fresh_page_serves);
+	tcase_add_test(tc, test_header_refused);
+	tcase_add_test(tc, test_other_settings_refused);
+	tcase_add_test(tc, test_unstarted_or_stale_refused);
+	tcase_add_test(tc, test_absurd_lines_refused);
+	tcase_add_test(tc, test_other_clock_refused);
+	tcase_add_test(tc, test_file_checks);
+	suite_add_tcase(s, tc);
+	return s;
+}
