@@ -100,7 +100,7 @@ static char bench_library_thread_state(void)
  * and say so. */
 /* A served process maps the service's page read-only and shared, whole
  * (service_page.h): /proc/self/maps names it. */
-static bool bench_library_served(struct bench_library *library)
+bool bench_library_served(struct bench_library *library)
 {
 	FILE *maps = fopen("/proc/self/maps", "re");
 	char line[512];

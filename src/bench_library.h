@@ -26,6 +26,10 @@ struct bench_library {
 /* Fills owner and preloaded; the state stays BENCH_LIBRARY_ABSENT. */
 void bench_library_find(struct bench_library *library);
 
+/* Whether a calibration service's page serves this process (it is mapped
+ * read-only and shared, whole); fills page with its path. */
+bool bench_library_served(struct bench_library *library);
+
 /* Calls the clock and waits for the library's first round to be over;
  * fills state and waited_ms. */
 void bench_library_wait(struct bench_library *library);
