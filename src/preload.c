@@ -22,7 +22,6 @@
 #include "sandbox.h"
 #include "service_page.h"
 #include "settings.h"
-#include "signal_guard.h"
 #include "verdict.h"
 
 #define PRELOAD_EXPORT __attribute__((visibility("default")))
@@ -83,7 +82,6 @@ __attribute__((constructor)) static void preload_init(void)
 	if (served) {
 		debug_log("calibration served by the page %s (service pid %d): no thread", page,
 			  (int)look.header.service_pid);
-		signal_guard_set_pass_through(true);
 		refresh_serve(&settings);
 	} else {
 		refresh_configure(&settings);
@@ -109,10 +107,15 @@ static void preload_slow_path_start(void)
 
 /* What a slow path does when the TSC could not answer, before it asks
  * libc: a process made without fork() has no refresh thread, and its lines
- * have gone stale; it is found here, and gets its thread. A refresh thread
+ * have gone stale; it is found here, and gets its thread. So does a served
+ * process whose service has stopped renewing its page. A refresh thread
  * stuck on a CPU it cannot run on is moved back from here. */
 static void preload_tsc_did_not_answer(void)
 {
+	if (__builtin_expect(__atomic_load_n(&refresh_state, __ATOMIC_RELAXED) == REFRESH_SERVED,
+			     0) &&
+	    service_page_abandoned())
+		refresh_leave_service("the calibration service's page has been stale for 2 s");
 	refresh_check_process();
 	refresh_ensure_started();
 	placement_free_stuck_thread();

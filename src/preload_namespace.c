@@ -22,8 +22,6 @@
 #include "debug.h"
 #include "raw_syscall.h"
 #include "refresh.h"
-#include "service_page.h"
-#include "signal_guard.h"
 
 #define PRELOAD_NAMESPACE_EXPORT __attribute__((visibility("default")))
 
@@ -99,25 +97,6 @@ static uint64_t preload_namespace_stop_thread(void)
 	return 0;
 }
 
-/* A served process about to enter another time namespace (setns), or to
- * make one for the children it will start (unshare): the page's lines
- * tell the time of the service's namespace. The table becomes this
- * process's own, empty (readers meanwhile ask libc), and the next time
- * call starts its own thread, as in a process never served. */
-static void preload_namespace_leave_service(void)
-{
-	int saved_errno = errno;
-
-	if (__atomic_load_n(&refresh_state, __ATOMIC_ACQUIRE) != REFRESH_SERVED)
-		return;
-	if (service_page_leave()) {
-		signal_guard_set_pass_through(false);
-		refresh_unserve();
-		debug_log("another time namespace: served no more, calibrating alone");
-	}
-	errno = saved_errno;
-}
-
 /* For FASTTIME_DEBUG: how long the kernel still counted the thread. */
 static void preload_namespace_note(const char *call, int rc, uint64_t waited)
 {
@@ -150,8 +129,6 @@ PRELOAD_NAMESPACE_EXPORT int unshare(int flags)
 	uint64_t retry_ns = 0, waited = 0, pause = PRELOAD_NAMESPACE_FIRST_RETRY_NS;
 	int rc;
 
-	if (flags & CLONE_NEWTIME)
-		preload_namespace_leave_service();
 	if (flags & PRELOAD_NAMESPACE_UNSHARE_ALONE)
 		retry_ns = preload_namespace_stop_thread();
 	rc = next(flags);
@@ -160,6 +137,10 @@ PRELOAD_NAMESPACE_EXPORT int unshare(int flags)
 		rc = next(flags);
 	}
 	preload_namespace_note("unshare", rc, waited);
+	/* The children it starts now live in another time namespace: the
+	 * page's lines tell the time of this one. */
+	if (rc == 0 && (flags & CLONE_NEWTIME))
+		refresh_leave_service("unshare(CLONE_NEWTIME)");
 	return rc;
 }
 
@@ -170,8 +151,6 @@ PRELOAD_NAMESPACE_EXPORT int setns(int fd, int nstype)
 	uint64_t retry_ns = 0, waited = 0, pause = PRELOAD_NAMESPACE_FIRST_RETRY_NS;
 	int rc;
 
-	if (nstype == 0 || (nstype & CLONE_NEWTIME))
-		preload_namespace_leave_service();
 	if (nstype == 0 || (nstype & PRELOAD_NAMESPACE_SETNS_ALONE))
 		retry_ns = preload_namespace_stop_thread();
 	rc = next(fd, nstype);
@@ -180,5 +159,10 @@ PRELOAD_NAMESPACE_EXPORT int setns(int fd, int nstype)
 		rc = next(fd, nstype);
 	}
 	preload_namespace_note("setns", rc, waited);
+	/* Perhaps another time namespace (the descriptor says, for type 0):
+	 * the page's lines tell the time of the old one. setns into one needs
+	 * a lone thread: no other thread reads the page meanwhile. */
+	if (rc == 0 && (nstype == 0 || (nstype & CLONE_NEWTIME)))
+		refresh_leave_service("setns into a time namespace");
 	return rc;
 }

@@ -32,6 +32,7 @@
 #include "raw_syscall.h"
 #include "round.h"
 #include "sandbox.h"
+#include "service_page.h"
 #include "signal_guard.h"
 #include "table.h"
 #include "timespec_ns.h"
@@ -72,28 +73,48 @@ static void refresh_set_state(int state)
 	table_set_start_pending(state == REFRESH_IDLE);
 }
 
-void refresh_configure(const struct settings *settings)
+static void refresh_take_settings(const struct settings *settings)
 {
 	refresh.configured_interval_ns = (uint64_t)settings->interval_ms * 1000000ull;
 	refresh.relaxed = settings->relaxed;
 	refresh.force_fast = settings->force;
 	refresh.owner_pid = getpid();
+}
+
+void refresh_configure(const struct settings *settings)
+{
+	refresh_take_settings(settings);
 	refresh_set_state(settings->disabled ? REFRESH_OFF : REFRESH_IDLE);
 }
 
+/* Straight to SERVED, never through IDLE: a thread made by an earlier
+ * constructor may already read the clock, and must not start ours. */
 void refresh_serve(const struct settings *settings)
 {
-	refresh_configure(settings);
+	refresh_take_settings(settings);
+	signal_guard_set_pass_through(true);
 	refresh_set_state(REFRESH_SERVED);
 }
 
-void refresh_unserve(void)
+bool refresh_leave_service(const char *why)
 {
 	int served = REFRESH_SERVED;
+	int saved_errno = errno;
 
+	if (__atomic_load_n(&refresh_state, __ATOMIC_ACQUIRE) != REFRESH_SERVED ||
+	    !service_page_leave()) {
+		errno = saved_errno;
+		return false;
+	}
+	/* From now on handlers are counted again; those installed while served
+	 * are foreign to the guard, which looks for them before a start. */
+	signal_guard_set_pass_through(false);
 	if (__atomic_compare_exchange_n(&refresh_state, &served, REFRESH_IDLE, false,
 					__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
 		refresh_set_state(REFRESH_IDLE);
+	debug_log("%s: served no more, calibrating alone", why);
+	errno = saved_errno;
+	return true;
 }
 
 static bool refresh_stop_asked(void)

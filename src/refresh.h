@@ -26,11 +26,14 @@ extern __attribute__((visibility("hidden"))) int refresh_state;
 /* A process served by a calibration service (service_page.h): the
  * settings are recorded as refresh_configure does, and no thread ever
  * starts while it is served; nothing is written to the table, which is
- * the service's, read-only. */
+ * the service's, read-only, and the signal interposers pass straight
+ * through. */
 void refresh_serve(const struct settings *settings);
-/* Served no more (service_page_leave made the table this process's own
- * again): the next time call starts this process's own thread. */
-void refresh_unserve(void);
+/* Served no more: the table becomes this process's own again, empty
+ * (service_page_leave; readers meanwhile ask libc), and the next time call
+ * starts this process's own thread. why is for FASTTIME_DEBUG. False when
+ * the process was not served, or another caller is leaving. errno kept. */
+bool refresh_leave_service(const char *why);
 
 /* Starts the thread unless it runs, has failed or is not wanted. */
 void refresh_start(void);

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -26,6 +27,18 @@
  * be written in the record at all. */
 #define SERVICE_PAGE_MIN_MULT (UINT64_MAX / 20u)
 
+void service_page_time_namespace(uint64_t *device, uint64_t *inode)
+{
+	struct stat st;
+
+	*device = 0;
+	*inode = 0;
+	if (stat("/proc/self/ns/time", &st) == 0) {
+		*device = (uint64_t)st.st_dev;
+		*inode = (uint64_t)st.st_ino;
+	}
+}
+
 void service_page_expect_from(struct service_page_expect *expect, const struct settings *settings,
 			      bool rseq_registered)
 {
@@ -34,6 +47,7 @@ void service_page_expect_from(struct service_page_expect *expect, const struct s
 	expect->force = settings->force;
 	expect->hidden_hwcaps = settings->hidden_hwcaps;
 	expect->rseq_registered = rseq_registered;
+	service_page_time_namespace(&expect->time_ns_device, &expect->time_ns_inode);
 }
 
 /* The kernel's clock by a raw system call: in a constructor no libc
@@ -48,9 +62,13 @@ static uint64_t service_page_kernel_ns(clockid_t clock)
 	return timespec_to_ns(&ts);
 }
 
+/* How far apart two readings or offsets are, modulo 2^64: an offset near
+ * 0 may be measured a few ns below it, and wraps. */
 static uint64_t service_page_distance(uint64_t a, uint64_t b)
 {
-	return a > b ? a - b : b - a;
+	int64_t d = (int64_t)(a - b);
+
+	return d < 0 ? (uint64_t)0 - (uint64_t)d : (uint64_t)d;
 }
 
 /* The settings a reader would read with must be the service's: the page's
@@ -73,14 +91,97 @@ static const char *service_page_judge_header(const struct service_page_header *h
 	return NULL;
 }
 
-/* The lines: each present one has a sane slope, and the one of the CPU the
- * reader runs on (or the first, if that CPU has none) says what the
- * reader's own kernel says, now. */
+/* The reader's CLOCK_MONOTONIC at the TSC reading tsc: the kernel's clock
+ * read just before and just after it, so that a preemption between the
+ * reads widens the bracket instead of failing the check. */
+struct service_page_bracket {
+	uint64_t before_ns, tsc, after_ns;
+};
+
+static struct service_page_bracket service_page_bracket_now(void)
+{
+	struct service_page_bracket bracket;
+
+	bracket.before_ns = service_page_kernel_ns(CLOCK_MONOTONIC);
+	bracket.tsc = cpu_rdtsc();
+	bracket.after_ns = service_page_kernel_ns(CLOCK_MONOTONIC);
+	return bracket;
+}
+
+/* Whether ns lies within the agreement of the bracket. */
+static bool service_page_agrees(const struct service_page_bracket *bracket, uint64_t ns)
+{
+	return bracket->before_ns != 0 && ns + SERVICE_PAGE_AGREE_NS >= bracket->before_ns &&
+	       ns <= bracket->after_ns + SERVICE_PAGE_AGREE_NS;
+}
+
+/* Every CPU the reader may run on has a line: a reader left on a CPU the
+ * service does not calibrate would answer with libc for its whole life,
+ * where its own thread would calibrate that CPU. */
+static const char *service_page_judge_coverage(const struct table_page *page)
+{
+	unsigned long mask[CPU_MAX_CPUS / (8 * sizeof(unsigned long))];
+	long bytes = raw_syscall(SYS_sched_getaffinity, 0, (long)sizeof mask, (long)mask, 0, 0, 0);
+	const unsigned bits = 8 * sizeof(unsigned long);
+
+	if (bytes <= 0)
+		return NULL;
+	for (uint32_t cpu = 0; cpu < (uint32_t)bytes * 8 && cpu < CPU_MAX_CPUS; cpu++)
+		if ((mask[cpu / bits] >> (cpu % bits)) & 1u && page->records[cpu].mult == 0)
+			return "a CPU this process may run on has no line in it";
+	return NULL;
+}
+
+/* Whether offset is clock minus CLOCK_MONOTONIC here, within the
+ * agreement and the width of the reads; true where the kernel cannot be
+ * asked. */
+static bool service_page_offset_agrees(clockid_t clock, uint64_t offset)
+{
+	uint64_t before = service_page_kernel_ns(CLOCK_MONOTONIC);
+	uint64_t clock_ns = service_page_kernel_ns(clock);
+	uint64_t after = service_page_kernel_ns(CLOCK_MONOTONIC);
+
+	if (before == 0 || clock_ns == 0 || after < before)
+		return true;
+	return service_page_distance(offset, clock_ns - (before + (after - before) / 2)) <=
+	       SERVICE_PAGE_AGREE_NS + (after - before);
+}
+
+/* Each offset the page answers a clock with (its clock's bit set) against
+ * the reader's own: that clock minus CLOCK_MONOTONIC, read side by side. */
+static const char *service_page_judge_offsets(const struct table_page *page, uint32_t flags)
+{
+	static const char *const refusals[CLOCK_OFFSET_COUNT] = {
+		[CLOCK_OFFSET_REALTIME] = "its realtime offset disagrees with this process's "
+					  "CLOCK_REALTIME",
+		[CLOCK_OFFSET_BOOTTIME] = "its boottime offset disagrees with this process's "
+					  "CLOCK_BOOTTIME (another time namespace)",
+		[CLOCK_OFFSET_TAI] = "its TAI offset disagrees with this process's CLOCK_TAI",
+	};
+
+	for (unsigned kind = CLOCK_OFFSET_NONE + 1; kind < CLOCK_OFFSET_COUNT; kind++) {
+		const struct clock_row *row = clock_table_row_for_offset(kind);
+		uint64_t offset;
+
+		if (row == NULL || !(flags & row->entry_points))
+			continue;
+		offset = __atomic_load_n(&page->shared.offset_ns[kind], __ATOMIC_RELAXED);
+		/* A second try after a preemption between the reads. */
+		if (!service_page_offset_agrees(row->id, offset) &&
+		    !service_page_offset_agrees(row->id, offset))
+			return refusals[kind];
+	}
+	return NULL;
+}
+
+/* The lines: each present one has a sane slope; every CPU the reader may
+ * run on has one; the one of the CPU it runs on now (or the first) says
+ * what its own kernel says, now (a second try after a preemption). */
 static const char *service_page_judge_lines(const struct table_page *page)
 {
 	const struct table_record *chosen = NULL;
 	uint32_t here = CPU_MAX_CPUS;
-	uint64_t tsc, line_ns, kernel_ns, realtime_ns, offset;
+	const char *refused;
 
 	if (raw_syscall(SYS_getcpu, (long)&here, 0, 0, 0, 0, 0) != 0)
 		here = CPU_MAX_CPUS;
@@ -97,19 +198,20 @@ static const char *service_page_judge_lines(const struct table_page *page)
 	}
 	if (chosen == NULL)
 		return "no CPU has a line";
-	kernel_ns = service_page_kernel_ns(CLOCK_MONOTONIC);
-	tsc = cpu_rdtsc();
-	line_ns = clock_mulhi(tsc, __atomic_load_n(&chosen->mult, __ATOMIC_RELAXED)) +
-		  __atomic_load_n(&chosen->offset, __ATOMIC_RELAXED);
-	if (kernel_ns == 0 || service_page_distance(line_ns, kernel_ns) > SERVICE_PAGE_AGREE_NS)
-		return "its lines disagree with this process's CLOCK_MONOTONIC "
-		       "(another boot or another time namespace)";
-	offset = __atomic_load_n(&page->shared.offset_ns[CLOCK_OFFSET_REALTIME], __ATOMIC_RELAXED);
-	realtime_ns = service_page_kernel_ns(CLOCK_REALTIME);
-	if (offset != 0 && realtime_ns != 0 &&
-	    service_page_distance(line_ns + offset, realtime_ns) > SERVICE_PAGE_AGREE_NS)
-		return "its realtime offset disagrees with this process's CLOCK_REALTIME";
-	return NULL;
+	refused = service_page_judge_coverage(page);
+	if (refused != NULL)
+		return refused;
+	for (unsigned attempt = 0;; attempt++) {
+		struct service_page_bracket bracket = service_page_bracket_now();
+		struct calib_line line = table_load_record(chosen);
+
+		if (service_page_agrees(&bracket,
+					clock_mulhi(bracket.tsc, line.mult) + line.offset))
+			return NULL;
+		if (attempt == 1)
+			return "its lines disagree with this process's CLOCK_MONOTONIC "
+			       "(another boot or another time namespace)";
+	}
 }
 
 const char *service_page_judge(const struct table_page *page,
@@ -119,11 +221,11 @@ const char *service_page_judge(const struct table_page *page,
 	uint32_t flags = __atomic_load_n(&shared->api_flags, __ATOMIC_RELAXED);
 	uint64_t valid_from = __atomic_load_n(&shared->valid_from_tsc, __ATOMIC_ACQUIRE);
 	uint64_t valid_ticks = __atomic_load_n(&shared->valid_ticks, __ATOMIC_ACQUIRE);
+	const struct service_page_header *header = (const struct service_page_header *)page->header;
 	const struct table_record *any = NULL;
 	const char *refused;
 
-	refused =
-	    service_page_judge_header((const struct service_page_header *)page->header, expect);
+	refused = service_page_judge_header(header, expect);
 	if (refused != NULL)
 		return refused;
 	if (flags & CLOCK_START_PENDING)
@@ -132,7 +234,13 @@ const char *service_page_judge(const struct table_page *page,
 		return "the service reads the CPU id from rseq, which this process lacks";
 	if (valid_ticks == 0 || cpu_rdtsc() - valid_from > valid_ticks)
 		return "stale: the service stopped renewing it";
+	if (header->time_ns_inode != 0 && expect->time_ns_inode != 0 &&
+	    (header->time_ns_inode != expect->time_ns_inode ||
+	     header->time_ns_device != expect->time_ns_device))
+		return "written in another time namespace";
 	refused = service_page_judge_lines(page);
+	if (refused == NULL)
+		refused = service_page_judge_offsets(page, flags);
 	if (refused != NULL)
 		return refused;
 	for (uint32_t cpu = 0; cpu < CPU_MAX_CPUS && any == NULL; cpu++)
@@ -222,8 +330,11 @@ void service_page_look_at(const char *path, const struct service_page_expect *ex
 		__atomic_store_n(&table_read_only, true, __ATOMIC_RELEASE);
 		if (mmap(&table_page, SERVICE_PAGE_SIZE, PROT_READ, MAP_SHARED | MAP_FIXED, fd,
 			 0) == MAP_FAILED) {
-			/* The table is still this process's own: nothing changed. */
-			__atomic_store_n(&table_read_only, false, __ATOMIC_RELEASE);
+			/* The kernel may have unmapped the table already: it
+			 * becomes this process's own again, empty, as it was. */
+			if (mmap(&table_page, SERVICE_PAGE_SIZE, PROT_READ | PROT_WRITE,
+				 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) != MAP_FAILED)
+				__atomic_store_n(&table_read_only, false, __ATOMIC_RELEASE);
 			look->refused = "cannot be mapped over the table";
 		}
 	}
@@ -268,13 +379,38 @@ bool service_page_find(const struct settings *settings, bool rseq_registered, bo
 
 bool service_page_leave(void)
 {
-	if (!__atomic_load_n(&table_read_only, __ATOMIC_ACQUIRE))
-		return true;
-	if (mmap(&table_page, SERVICE_PAGE_SIZE, PROT_READ | PROT_WRITE,
-		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) == MAP_FAILED)
+	static bool leaving;
+
+	/* One caller maps the table back; another (a thread beside it, a
+	 * signal handler) finds it done or being done, and leaves it be. */
+	if (!__atomic_load_n(&table_read_only, __ATOMIC_ACQUIRE) ||
+	    __atomic_exchange_n(&leaving, true, __ATOMIC_ACQ_REL))
 		return false;
+	if (mmap(&table_page, SERVICE_PAGE_SIZE, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) == MAP_FAILED) {
+		__atomic_store_n(&leaving, false, __ATOMIC_RELEASE);
+		return false;
+	}
 	__atomic_store_n(&table_read_only, false, __ATOMIC_RELEASE);
+	__atomic_store_n(&leaving, false, __ATOMIC_RELEASE);
 	return true;
+}
+
+bool service_page_abandoned(void)
+{
+	const struct table_shared *shared = &table_page.shared;
+	uint64_t valid_from, valid_ticks, stale_ticks, mult = 0;
+
+	if (!__atomic_load_n(&table_read_only, __ATOMIC_ACQUIRE))
+		return false;
+	valid_from = __atomic_load_n(&shared->valid_from_tsc, __ATOMIC_ACQUIRE);
+	valid_ticks = __atomic_load_n(&shared->valid_ticks, __ATOMIC_ACQUIRE);
+	stale_ticks = cpu_rdtsc() - valid_from;
+	if (stale_ticks <= valid_ticks)
+		return false;
+	for (uint32_t cpu = 0; cpu < CPU_MAX_CPUS && mult == 0; cpu++)
+		mult = __atomic_load_n(&table_page.records[cpu].mult, __ATOMIC_RELAXED);
+	return mult == 0 || clock_mulhi(stale_ticks - valid_ticks, mult) > SERVICE_PAGE_ABANDON_NS;
 }
 
 /* Makes path's directory, one level, as the service's defaults need:
@@ -282,6 +418,7 @@ bool service_page_leave(void)
  * user alone. */
 static bool service_page_make_directory(const char *path, char *error, size_t error_len)
 {
+	mode_t mode = geteuid() == 0 ? 0755 : 0700;
 	char directory[PATH_MAX];
 	char *slash;
 
@@ -290,10 +427,40 @@ static bool service_page_make_directory(const char *path, char *error, size_t er
 	if (slash == NULL || slash == directory)
 		return true;
 	*slash = '\0';
-	if (mkdir(directory, geteuid() == 0 ? 0755 : 0700) == 0 || errno == EEXIST)
-		return true;
-	snprintf(error, error_len, "cannot make %s: %s", directory, strerror(errno));
-	return false;
+	if (mkdir(directory, mode) != 0) {
+		if (errno == EEXIST)
+			return true;
+		snprintf(error, error_len, "cannot make %s: %s", directory, strerror(errno));
+		return false;
+	}
+	/* Set again: mkdir's mode is cut by the umask, and every reader of
+	 * the system's page must be able to enter its directory. */
+	if (chmod(directory, mode) != 0) {
+		snprintf(error, error_len, "cannot set the mode of %s: %s", directory,
+			 strerror(errno));
+		return false;
+	}
+	return true;
+}
+
+/* One service per page: a lock file beside it, held for the service's
+ * life. A second service on the same path would rename its page over the
+ * first's, which would go on calibrating for nobody. */
+static bool service_page_lock(struct service_page_writer *writer, char *error, size_t error_len)
+{
+	writer->lock_fd = open(writer->lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (writer->lock_fd < 0) {
+		snprintf(error, error_len, "cannot open %s: %s", writer->lock, strerror(errno));
+		return false;
+	}
+	if (flock(writer->lock_fd, LOCK_EX | LOCK_NB) != 0) {
+		snprintf(error, error_len, "another service publishes %s (%s is locked)",
+			 writer->path, writer->lock);
+		close(writer->lock_fd);
+		writer->lock_fd = -1;
+		return false;
+	}
+	return true;
 }
 
 bool service_page_create(struct service_page_writer *writer, const char *path,
@@ -312,21 +479,27 @@ bool service_page_create(struct service_page_writer *writer, const char *path,
 	struct stat st;
 	int fd, written;
 
+	service_page_time_namespace(&header.time_ns_device, &header.time_ns_inode);
 	memset(writer, 0, sizeof *writer);
+	writer->lock_fd = -1;
 	written = snprintf(writer->path, sizeof writer->path, "%s", path);
 	if (written <= 0 || written >= (int)sizeof writer->path ||
 	    snprintf(writer->temporary, sizeof writer->temporary, "%s.XXXXXX", path) >=
-		(int)sizeof writer->temporary) {
+		(int)sizeof writer->temporary ||
+	    snprintf(writer->lock, sizeof writer->lock, "%s.lock", path) >=
+		(int)sizeof writer->lock) {
 		snprintf(error, error_len, "the page's path is too long");
 		return false;
 	}
-	if (!service_page_make_directory(path, error, error_len))
+	if (!service_page_make_directory(path, error, error_len) ||
+	    !service_page_lock(writer, error, error_len))
 		return false;
 	fd = mkostemp(writer->temporary, O_CLOEXEC);
 	if (fd < 0) {
 		snprintf(error, error_len, "cannot make %s: %s", writer->temporary,
 			 strerror(errno));
 		writer->temporary[0] = '\0';
+		service_page_remove(writer);
 		return false;
 	}
 	memcpy(table_page.header, &header, sizeof header);
@@ -338,8 +511,7 @@ bool service_page_create(struct service_page_writer *writer, const char *path,
 		snprintf(error, error_len, "cannot write %s: %s", writer->temporary,
 			 strerror(errno));
 		close(fd);
-		unlink(writer->temporary);
-		writer->temporary[0] = '\0';
+		service_page_remove(writer);
 		return false;
 	}
 	writer->device = st.st_dev;
@@ -370,4 +542,11 @@ void service_page_remove(struct service_page_writer *writer)
 	    st.st_ino == writer->inode)
 		unlink(writer->path);
 	writer->published = false;
+	writer->temporary[0] = '\0';
+	/* Unlinked while held: a service starting meanwhile makes its own. */
+	if (writer->lock_fd >= 0) {
+		unlink(writer->lock);
+		close(writer->lock_fd);
+		writer->lock_fd = -1;
+	}
 }

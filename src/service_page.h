@@ -17,6 +17,7 @@
 
 #include "settings.h"
 #include "table.h"
+#include "watch.h"
 
 /* "fasttime" in the first 8 bytes, little-endian; the version changes with
  * any change of struct table_page or of this header. */
@@ -34,9 +35,13 @@
  * the lines' error (about a microsecond), far below what another boot or
  * another time namespace gives. */
 #define SERVICE_PAGE_AGREE_NS 1000000ull
-/* The longest validity a page may grant: more is absurd (the service
- * renews it every interval, at most SETTINGS_MAX_INTERVAL_MS). */
-#define SERVICE_PAGE_MAX_VALID_NS (2ull * SETTINGS_MAX_INTERVAL_MS * 1000000ull)
+/* The longest validity a page may grant: the engine grants at most
+ * WATCH_VALID_NS after each look; more is absurd. */
+#define SERVICE_PAGE_MAX_VALID_NS (2ull * WATCH_VALID_NS)
+/* A served process whose page has been stale this long (its service is
+ * gone, stopped, or starved) stops waiting for it: it leaves the page and
+ * calibrates in its own thread (service_page_abandoned). */
+#define SERVICE_PAGE_ABANDON_NS 2000000000ull
 
 struct service_page_header {
 	uint64_t magic;
@@ -47,6 +52,11 @@ struct service_page_header {
 	uint32_t hidden_hwcaps; /* the service's settings, which a reader must share */
 	uint8_t relaxed;
 	uint8_t force;
+	uint8_t unused[2];
+	/* The service's time namespace (/proc/self/ns/time); 0 where the
+	 * kernel has none or /proc is not mounted. */
+	uint64_t time_ns_device;
+	uint64_t time_ns_inode;
 };
 
 _Static_assert(sizeof(struct service_page_header) <= TABLE_PAGE_HEADER_BYTES,
@@ -59,7 +69,12 @@ struct service_page_expect {
 	bool force;
 	uint32_t hidden_hwcaps;
 	bool rseq_registered;
+	uint64_t time_ns_device; /* as in the header */
+	uint64_t time_ns_inode;
 };
+
+/* This process's time namespace, or 0 and 0 where it cannot be told. */
+void service_page_time_namespace(uint64_t *device, uint64_t *inode);
 
 void service_page_expect_from(struct service_page_expect *expect, const struct settings *settings,
 			      bool rseq_registered);
@@ -100,10 +115,18 @@ bool service_page_find(const struct settings *settings, bool rseq_registered, bo
  * Readers meanwhile see no line and ask libc. */
 bool service_page_leave(void);
 
+/* For a served process whose lines did not answer: true once the page has
+ * been stale for SERVICE_PAGE_ABANDON_NS, by its own lines' rate (its
+ * service stopped, or died, or was replaced by another, whose new page
+ * this process cannot see). Loads and one TSC read. */
+bool service_page_abandoned(void);
+
 /* The service's side. */
 struct service_page_writer {
 	char path[PATH_MAX];
 	char temporary[PATH_MAX];
+	char lock[PATH_MAX]; /* path.lock, held while the service runs */
+	int lock_fd;
 	dev_t device;
 	ino_t inode;
 	bool published;
@@ -118,7 +141,7 @@ bool service_page_create(struct service_page_writer *writer, const char *path,
 /* Gives the page its name: readers may find it from now on. */
 bool service_page_publish(struct service_page_writer *writer, char *error, size_t error_len);
 /* Removes the page's name (and a temporary one), unless another page has
- * taken the name since. The mapping stays: readers that have it see what
+ * taken the name since, and releases the lock. The mapping stays: readers that have it see what
  * the engine last wrote (table_stop_answering ends its validity first). */
 void service_page_remove(struct service_page_writer *writer);
 

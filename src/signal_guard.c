@@ -373,8 +373,15 @@ int signal_guard_sigaction(int sig, const struct sigaction *act, struct sigactio
 		errno = ENOSYS;
 		return -1;
 	}
-	if (signal_guard_passes(sig))
-		return next(sig, act, old);
+	if (signal_guard_passes(sig)) {
+		rc = next(sig, act, old);
+		/* A handler installed before the process was served runs behind
+		 * its trampoline still: reported as the program's (a read). */
+		if (rc == 0 && old != NULL && sig > 0 && sig < NSIG)
+			old->sa_handler =
+			    (signal_guard_handler)signal_guard_unwrap(sig, (void *)old->sa_handler);
+		return rc;
+	}
 	/* As libc's own: a bad act faults here, with the program's mask and
 	 * nothing held; a bad old below, once the action has changed. */
 	if (act != NULL) {
@@ -443,8 +450,12 @@ signal_guard_handler signal_guard_signal(enum signal_guard_api api, int sig,
 		errno = ENOSYS;
 		return SIG_ERR;
 	}
-	if (signal_guard_passes(sig))
-		return next(sig, handler);
+	if (signal_guard_passes(sig)) {
+		previous = next(sig, handler);
+		if (previous != SIG_ERR && sig > 0 && sig < NSIG)
+			previous = (signal_guard_handler)signal_guard_unwrap(sig, (void *)previous);
+		return previous;
+	}
 	if (!signal_guard_hold(sig)) {
 		/* Beside an install of the same signal: see the top of this file. */
 		previous = next(sig, handler);

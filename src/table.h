@@ -119,14 +119,14 @@ static inline void table_want_line(uint32_t cpu)
 		__atomic_fetch_or(word, bit, __ATOMIC_RELAXED);
 }
 
-static inline struct calib_line table_load(uint32_t cpu)
+/* One record, loaded whole: also a record of another process's page. */
+static inline struct calib_line table_load_record(const struct table_record *record)
 {
 	struct calib_line line;
 #if defined(__SANITIZE_THREAD__)
 	/* ThreadSanitizer cannot see that an aligned SSE load is atomic; in
 	 * its builds both sides use its 16-byte atomics (see table.c). */
-	unsigned __int128 v =
-	    __atomic_load_n((unsigned __int128 *)&table_page.records[cpu], __ATOMIC_RELAXED);
+	unsigned __int128 v = __atomic_load_n((unsigned __int128 *)record, __ATOMIC_RELAXED);
 	line.mult = (uint64_t)v;
 	line.offset = (uint64_t)(v >> 64);
 #else
@@ -134,11 +134,16 @@ static inline struct calib_line table_load(uint32_t cpu)
 
 	/* One movdqa, written out: as a plain intrinsic the compiler may split
 	 * the load into two 8-byte moves, which can tear. */
-	__asm__ volatile("movdqa %1, %0" : "=x"(v) : "m"(table_page.records[cpu]));
+	__asm__ volatile("movdqa %1, %0" : "=x"(v) : "m"(*record));
 	line.mult = (uint64_t)_mm_cvtsi128_si64(v);
 	line.offset = (uint64_t)_mm_cvtsi128_si64(_mm_unpackhi_epi64(v, v));
 #endif
 	return line;
+}
+
+static inline struct calib_line table_load(uint32_t cpu)
+{
+	return table_load_record(&table_page.records[cpu]);
 }
 
 #endif

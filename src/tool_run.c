@@ -202,34 +202,28 @@ static void tool_run_forward(int sig)
 /* Forks, executes argv in the child and waits for it. Like time(1), the
  * parent ignores the terminal's SIGINT and SIGQUIT while it waits: they
  * reach the child too, and the child decides whether to die of them.
- * SIGTERM and SIGHUP are forwarded to it. */
-static int tool_run_spawn(char *const argv[])
+ * SIGTERM and SIGHUP are forwarded to it. The caller has blocked all four
+ * (tool_run_held) since before its calibration: one that arrived meanwhile
+ * is delivered here, once the child exists, and forwarded or ignored like
+ * the others; original is the mask the child starts with. */
+static int tool_run_spawn(char *const argv[], const sigset_t *original)
 {
 	struct sigaction ignore = { .sa_handler = SIG_IGN };
 	struct sigaction forward = { .sa_handler = tool_run_forward, .sa_flags = SA_RESTART };
-	sigset_t terminal, saved;
+	struct sigaction defaults = { .sa_handler = SIG_DFL };
 	int status;
 	pid_t pid;
 
-	/* Held back across the fork so that one arriving before the parent
-	 * ignores it cannot kill the parent and orphan the child. */
-	sigemptyset(&terminal);
-	sigaddset(&terminal, SIGINT);
-	sigaddset(&terminal, SIGQUIT);
-	sigaddset(&terminal, SIGTERM);
-	sigaddset(&terminal, SIGHUP);
-	sigprocmask(SIG_BLOCK, &terminal, &saved);
 	fflush(NULL);
 	pid = fork();
 	if (pid < 0) {
 		fprintf(stderr, "fasttime: cannot fork: %s\n", strerror(errno));
-		sigprocmask(SIG_SETMASK, &saved, NULL);
 		return TOOL_RUN_EXIT_FAILED;
 	}
 	if (pid == 0) {
 		int error;
 
-		sigprocmask(SIG_SETMASK, &saved, NULL);
+		sigprocmask(SIG_SETMASK, original, NULL);
 		execvp(argv[0], argv);
 		error = errno;
 		fprintf(stderr, "fasttime: cannot run '%s': %s\n", argv[0], strerror(error));
@@ -241,14 +235,21 @@ static int tool_run_spawn(char *const argv[])
 	sigaction(SIGQUIT, &ignore, NULL);
 	sigaction(SIGTERM, &forward, NULL);
 	sigaction(SIGHUP, &forward, NULL);
-	sigprocmask(SIG_SETMASK, &saved, NULL);
+	sigprocmask(SIG_SETMASK, original, NULL);
 	while (waitpid(pid, &status, 0) < 0) {
 		if (errno != EINTR) {
 			fprintf(stderr, "fasttime: cannot wait for '%s': %s\n", argv[0],
 				strerror(errno));
-			return TOOL_RUN_EXIT_FAILED;
+			status = -1;
+			break;
 		}
 	}
+	/* The child is reaped: its pid may be another process's from now on. */
+	tool_run_child = 0;
+	sigaction(SIGTERM, &defaults, NULL);
+	sigaction(SIGHUP, &defaults, NULL);
+	if (status == -1)
+		return TOOL_RUN_EXIT_FAILED;
 	if (WIFEXITED(status))
 		return WEXITSTATUS(status);
 	if (WIFSIGNALED(status))
@@ -256,10 +257,23 @@ static int tool_run_spawn(char *const argv[])
 	return TOOL_RUN_EXIT_FAILED;
 }
 
+/* The signals held from before the calibration until the child runs: one
+ * arriving meanwhile would otherwise end fasttime with its page left
+ * behind. */
+static void tool_run_held(sigset_t *held)
+{
+	sigemptyset(held);
+	sigaddset(held, SIGINT);
+	sigaddset(held, SIGQUIT);
+	sigaddset(held, SIGTERM);
+	sigaddset(held, SIGHUP);
+}
+
 int tool_run_command(const struct tool_run_options *options, char *const argv[])
 {
 	struct tool_run_library library;
 	struct tool_serve serve = { .serving = false };
+	sigset_t held, original;
 	int status;
 
 	if (options->native) {
@@ -276,10 +290,16 @@ int tool_run_command(const struct tool_run_options *options, char *const argv[])
 	}
 	if (!tool_run_set_environment(options))
 		goto no_environment;
+	tool_run_held(&held);
+	sigprocmask(SIG_BLOCK, &held, &original);
 	if (!options->native)
 		tool_serve_start(&serve);
-	status = tool_run_spawn(argv);
+	status = tool_run_spawn(argv, &original);
+	/* Held again while the page is removed: a SIGTERM now ends fasttime
+	 * once it is gone (the default action, when unblocked below). */
+	sigprocmask(SIG_BLOCK, &held, NULL);
 	tool_serve_stop(&serve);
+	sigprocmask(SIG_SETMASK, &original, NULL);
 	return status;
 
 no_environment:
