@@ -46,10 +46,13 @@ bool service_running(void)
 
 void service_stop(struct service_page_writer *page)
 {
-	refresh_stop(REFRESH_STOP_FOR_GOOD);
-	/* Whether or not the thread got to it: no reader answers from the
-	 * page once its name is gone, and libc's answers are clamped to what
-	 * each reader's thread was given from the page. */
-	table_stop_answering(CLOCK_LIBC_CLAMPED);
+	/* Stopped as for a restart, which leaves the entry points' flags as
+	 * they are: a reader then tries the lines, finds them stale, asks libc
+	 * (clamped to what its thread was given from the page) and, the page
+	 * stale since long before (its validity starts at 0), leaves it for
+	 * a thread of its own (service_page_abandoned). Flags cleared would
+	 * send every call straight to libc, and no reader would ever leave. */
+	refresh_stop(REFRESH_STOP_RESTART);
+	table_set_validity(0, 0);
 	service_page_remove(page);
 }

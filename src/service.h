@@ -22,8 +22,9 @@ bool service_start(struct service_page_writer *page, const char *path,
  * longer run here: the clocksource or the processor changed its verdict). */
 bool service_running(void);
 
-/* Ends every reader's answers from the page at once (they ask libc), stops
- * the thread and removes the page's name. */
+/* Stops the thread, ends every reader's answers from the page at once
+ * (they ask libc, then leave the page for a thread of their own) and
+ * removes the page's name. */
 void service_stop(struct service_page_writer *page);
 
 #endif
