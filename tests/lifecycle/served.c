@@ -1,0 +1,379 @@
+/* A process under the preload beside a calibration service (fasttimed, or
+ * the fasttime command's own): what it says about itself, for served.test
+ * to judge. Each case prints key=value lines on stdout (a forked child's
+ * keys start with "child.", those after a namespace call with "after.");
+ * the script decides what they must be.
+ *
+ *   layout            (without the preload) where the page's fields are,
+ *                     from src/service_page.h and src/table.h, as
+ *                     page_size, version_at, valid_ticks_at, records_at
+ *   probe [WAIT_MS]   1000 reads of CLOCK_MONOTONIC (first_libc_calls: how
+ *                     many reached libc; a thread's first time call seeds
+ *                     the clamp with one of libc's readings, so 1 where the
+ *                     TSC answers from the first call; first_fresh: whether
+ *                     FASTTIME_PAGE's page was fresh throughout them, by
+ *                     the validity it had before), then samples of
+ *                     CLOCK_MONOTONIC, CLOCK_REALTIME and CLOCK_BOOTTIME
+ *                     against libc in 10 ms slices until a thread named
+ *                     "fasttime" appears, or WAIT_MS (500 by default) have
+ *                     passed and each clock was answered from the TSC at
+ *                     least once (or 10 s: a service kept from running
+ *                     leaves its page stale meanwhile)
+ *   fork              a short probe, then fork: the child probes (500 ms)
+ *   watch             samples the three clocks until SIGTERM; prints
+ *                     "ready" once the first samples are taken, and one
+ *                     "phase=N" line of counts at each SIGUSR1 (and at the
+ *                     end): the counts start again at each phase, the
+ *                     backward check goes on across them
+ *   unshare-time      a short probe, then unshare(CLONE_NEWTIME) (exits 77
+ *                     where the kernel refuses it: EPERM, EINVAL), then a
+ *                     probe until the process's own thread runs (5000 ms),
+ *                     its lines come (settled_fast) and 300 ms of samples
+ *   setns-time        the same through setns into this process's own time
+ *                     namespace
+ *   unshare-time child  unshare-time, then a child made in the new time
+ *                     namespace, its CLOCK_MONOTONIC and CLOCK_BOOTTIME
+ *                     1000 s ahead, which probes as the parent did
+ *   unshare-time raw  the same with unshare made by syscall(), which the
+ *                     library does not see: the parent stays served
+ *                     served.test runs neither of these two: today their
+ *                     children answer CLOCK_MONOTONIC 1000 s behind their
+ *                     kernel's, for a while (child) or for good (raw)
+ *
+ * Every sample is a sandwich libc, preload, libc; the tap behind the
+ * library tells an answer from the TSC from one by libc (life.c). */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <x86intrin.h>
+
+#include "life.h"
+#include "service_page.h"
+#include "table.h"
+
+#ifndef CLONE_NEWTIME
+#define CLONE_NEWTIME 0x00000080
+#endif
+
+/* The offset a child in a new time namespace gets, in seconds. */
+#define SERVED_NAMESPACE_OFFSET_S 1000
+/* How long a served probe waits at most for each clock's answer from the
+ * TSC. */
+#define SERVED_PROBE_MAX_MS 10000u
+
+/* The three clocks' tracks. */
+struct served_tracks {
+	struct life_track mono, real, boot;
+};
+
+static const char *served_prefix = "";
+
+/* One sandwich of CLOCK_BOOTTIME (life.c has those of the other two). */
+static void served_sample_boot(struct life_track *track)
+{
+	struct timespec lo, answer, hi;
+	uint64_t before = life_fallthrough(), error = 0, ns;
+
+	life_libc.clock_gettime(CLOCK_BOOTTIME, &lo);
+	if (clock_gettime(CLOCK_BOOTTIME, &answer) != 0)
+		life_fail("clock_gettime(CLOCK_BOOTTIME) failed: %s", strerror(errno));
+	life_libc.clock_gettime(CLOCK_BOOTTIME, &hi);
+	ns = life_ns(&answer);
+	if (ns < life_ns(&lo))
+		error = life_ns(&lo) - ns;
+	else if (ns > life_ns(&hi))
+		error = ns - life_ns(&hi);
+	if (error > track->max_error_ns)
+		track->max_error_ns = error;
+	if (ns < track->last_ns) {
+		track->backward++;
+		if (track->last_ns - ns > track->worst_back_ns)
+			track->worst_back_ns = track->last_ns - ns;
+	}
+	track->last_ns = ns;
+	track->samples++;
+	track->fast += life_fallthrough() == before;
+}
+
+/* Samples the three clocks for ms milliseconds. */
+static void served_sample_for(unsigned ms, struct served_tracks *t)
+{
+	uint64_t end = life_libc_mono_ns() + ms * LIFE_NS_PER_MS;
+
+	do {
+		life_sample_mono(&t->mono);
+		life_sample_real(&t->real);
+		served_sample_boot(&t->boot);
+	} while (life_libc_mono_ns() < end);
+}
+
+/* Starts the counts again; the backward check goes on. */
+static void served_restart(struct served_tracks *t)
+{
+	t->mono = (struct life_track){ .last_ns = t->mono.last_ns };
+	t->real = (struct life_track){ .last_ns = t->real.last_ns };
+	t->boot = (struct life_track){ .last_ns = t->boot.last_ns };
+}
+
+static void served_say_track(const char *clock, const struct life_track *track)
+{
+	printf("%s%s_samples=%llu\n%s%s_fast=%llu\n%s%s_backward=%llu\n%s%s_max_error_ns=%llu\n",
+	       served_prefix, clock, (unsigned long long)track->samples, served_prefix, clock,
+	       (unsigned long long)track->fast, served_prefix, clock,
+	       (unsigned long long)track->backward, served_prefix, clock,
+	       (unsigned long long)track->max_error_ns);
+}
+
+static void served_say_tracks(const struct served_tracks *t)
+{
+	served_say_track("mono", &t->mono);
+	served_say_track("real", &t->real);
+	served_say_track("boot", &t->boot);
+}
+
+/* FASTTIME_PAGE's page, mapped read-only, or NULL. */
+static const struct table_page *served_page_view(void)
+{
+	const char *path = getenv("FASTTIME_PAGE");
+	void *view;
+	int fd;
+
+	if (path == NULL || path[0] != '/')
+		return NULL;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	view = mmap(NULL, sizeof(struct table_page), PROT_READ, MAP_SHARED, fd, 0);
+	close(fd);
+	return view == MAP_FAILED ? NULL : view;
+}
+
+/* The probe (see the top); with settle, once the thread is seen, whether
+ * the TSC answers within 5 s and then 300 ms of samples ("early_" keys:
+ * the samples before). */
+static void served_probe(unsigned wait_ms, bool settle)
+{
+	const struct table_page *page = served_page_view();
+	struct served_tracks t = { 0 };
+	uint64_t before, end, give_up, valid_from = 0, valid_ticks = 0;
+	bool thread_seen = false, each_fast = false;
+	struct timespec ts;
+
+	if (page != NULL) {
+		valid_from = __atomic_load_n(&page->shared.valid_from_tsc, __ATOMIC_ACQUIRE);
+		valid_ticks = __atomic_load_n(&page->shared.valid_ticks, __ATOMIC_ACQUIRE);
+	}
+	before = life_fallthrough();
+	for (int i = 0; i < 1000; i++)
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+	printf("%sfirst_libc_calls=%llu\n", served_prefix,
+	       (unsigned long long)(life_fallthrough() - before));
+	/* Fresh from before the reads to after them, by the validity read
+	 * before: a renewal meanwhile only makes it fresher. */
+	printf("%sfirst_fresh=%s\n", served_prefix,
+	       page == NULL						   ? "unknown"
+	       : valid_ticks != 0 && __rdtsc() - valid_from <= valid_ticks ? "yes"
+									   : "no");
+	if (page != NULL)
+		munmap((void *)page, sizeof *page);
+	end = life_libc_mono_ns() + wait_ms * LIFE_NS_PER_MS;
+	give_up = end + SERVED_PROBE_MAX_MS * LIFE_NS_PER_MS;
+	do {
+		served_sample_for(10, &t);
+		thread_seen = life_threads_named("fasttime") > 0;
+		each_fast = t.mono.fast > 0 && t.real.fast > 0 && t.boot.fast > 0;
+	} while (!thread_seen &&
+		 (life_libc_mono_ns() < end || (!each_fast && life_libc_mono_ns() < give_up)));
+	printf("%sfasttime_thread=%s\n%sthreads=%u\n", served_prefix, thread_seen ? "yes" : "no",
+	       served_prefix, life_thread_count());
+	if (thread_seen && settle) {
+		printf("%ssettled_fast=%s\n", served_prefix, life_wait_fast(5000) ? "yes" : "no");
+		served_say_track("early_mono", &t.mono);
+		served_say_track("early_real", &t.real);
+		served_say_track("early_boot", &t.boot);
+		served_restart(&t);
+		served_sample_for(300, &t);
+	}
+	served_say_tracks(&t);
+	fflush(stdout);
+}
+
+static int served_fork(void)
+{
+	pid_t pid;
+	int status;
+
+	served_probe(100, false);
+	pid = fork();
+	if (pid < 0)
+		life_fail("fork: %s", strerror(errno));
+	if (pid == 0) {
+		served_prefix = "child.";
+		printf("child.threads_at_fork=%u\n", life_thread_count());
+		served_probe(500, false);
+		_exit(0);
+	}
+	status = life_wait_child(pid, 30);
+	printf("child_status=%d\n",
+	       WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+	return 0;
+}
+
+static volatile sig_atomic_t served_phase_asked, served_stop_asked;
+
+static void served_on_signal(int sig)
+{
+	if (sig == SIGUSR1)
+		served_phase_asked = 1;
+	else
+		served_stop_asked = 1;
+}
+
+/* One phase's counts, on one line. */
+static void served_phase(unsigned n, struct served_tracks *t)
+{
+	const struct life_track *tracks[3] = { &t->mono, &t->real, &t->boot };
+	const char *names[3] = { "mono", "real", "boot" };
+
+	printf("phase=%u", n);
+	for (unsigned i = 0; i < 3; i++)
+		printf(" %s_samples=%llu %s_fast=%llu %s_backward=%llu %s_max_error_ns=%llu",
+		       names[i], (unsigned long long)tracks[i]->samples, names[i],
+		       (unsigned long long)tracks[i]->fast, names[i],
+		       (unsigned long long)tracks[i]->backward, names[i],
+		       (unsigned long long)tracks[i]->max_error_ns);
+	printf(" threads=%u fasttime_threads=%u\n", life_thread_count(),
+	       life_threads_named("fasttime"));
+	fflush(stdout);
+	served_restart(t);
+}
+
+static int served_watch(void)
+{
+	struct sigaction action = { .sa_handler = served_on_signal };
+	struct served_tracks t = { 0 };
+	unsigned phase = 0;
+
+	sigemptyset(&action.sa_mask);
+	if (sigaction(SIGUSR1, &action, NULL) != 0 || sigaction(SIGTERM, &action, NULL) != 0)
+		life_fail("sigaction: %s", strerror(errno));
+	served_sample_for(0, &t);
+	printf("ready\n");
+	fflush(stdout);
+	while (!served_stop_asked) {
+		/* Half the time asleep: the machine is shared with the service. */
+		served_sample_for(2, &t);
+		life_sleep_ms(2);
+		if (served_phase_asked) {
+			served_phase_asked = 0;
+			served_phase(phase++, &t);
+		}
+	}
+	served_phase(phase, &t);
+	printf("end\n");
+	return 0;
+}
+
+/* Sets the offsets the children of this process get in its new time
+ * namespace; false where they cannot be set. */
+static bool served_set_offsets(void)
+{
+	char text[64];
+	int fd = open("/proc/self/timens_offsets", O_WRONLY | O_CLOEXEC);
+	bool ok;
+
+	if (fd < 0)
+		return false;
+	snprintf(text, sizeof text, "monotonic %d 0\nboottime %d 0\n", SERVED_NAMESPACE_OFFSET_S,
+		 SERVED_NAMESPACE_OFFSET_S);
+	ok = write(fd, text, strlen(text)) == (ssize_t)strlen(text);
+	close(fd);
+	return ok;
+}
+
+static int served_time_namespace(bool by_setns, bool raw, bool child)
+{
+	const char *call = by_setns ? "setns" : "unshare";
+	int rc, status, fd = -1;
+	pid_t pid;
+
+	if (by_setns) {
+		fd = open("/proc/self/ns/time", O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			life_skip("no /proc/self/ns/time: %s", strerror(errno));
+	}
+	served_probe(100, false);
+	rc = by_setns ? setns(fd, CLONE_NEWTIME)
+	     : raw    ? (int)syscall(SYS_unshare, CLONE_NEWTIME)
+		      : unshare(CLONE_NEWTIME);
+	if (rc != 0) {
+		if (errno == EPERM || errno == EINVAL)
+			life_skip("%s(CLONE_NEWTIME): %s", call, strerror(errno));
+		life_fail("%s(CLONE_NEWTIME): %s", call, strerror(errno));
+	}
+	printf("entered=yes\n");
+	served_prefix = "after.";
+	/* Unseen by the library, the call leaves the process served. */
+	served_probe(raw ? 500 : 5000, !raw);
+	if (!child)
+		return 0;
+	if (!served_set_offsets())
+		life_skip("cannot set the new time namespace's offsets");
+	pid = fork();
+	if (pid < 0)
+		life_fail("fork: %s", strerror(errno));
+	if (pid == 0) {
+		/* The kernel's CLOCK_MONOTONIC here is 1000 s ahead of the
+		 * parent's. */
+		served_prefix = "child.";
+		served_probe(raw ? 500 : 5000, !raw);
+		_exit(0);
+	}
+	status = life_wait_child(pid, 30);
+	printf("child_status=%d\n",
+	       WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc == 2 && strcmp(argv[1], "layout") == 0) {
+		printf("page_size=%u\nversion_at=%zu\nvalid_ticks_at=%zu\nrecords_at=%zu\n",
+		       SERVICE_PAGE_SIZE, offsetof(struct service_page_header, version),
+		       offsetof(struct table_page, shared.valid_ticks),
+		       offsetof(struct table_page, records));
+		return 0;
+	}
+	life_begin("served");
+	/* The watchdog: not life_watchdog, whose thread would be counted. */
+	alarm(300);
+	if (argc >= 2 && argc <= 3 && strcmp(argv[1], "probe") == 0) {
+		served_probe(argc == 3 ? (unsigned)strtoul(argv[2], NULL, 10) : 500, false);
+		return 0;
+	}
+	if (argc == 2 && strcmp(argv[1], "fork") == 0)
+		return served_fork();
+	if (argc == 2 && strcmp(argv[1], "watch") == 0)
+		return served_watch();
+	if (argc == 2 && strcmp(argv[1], "unshare-time") == 0)
+		return served_time_namespace(false, false, false);
+	if (argc == 3 && strcmp(argv[1], "unshare-time") == 0 &&
+	    (strcmp(argv[2], "child") == 0 || strcmp(argv[2], "raw") == 0))
+		return served_time_namespace(false, strcmp(argv[2], "raw") == 0, true);
+	if (argc == 2 && strcmp(argv[1], "setns-time") == 0)
+		return served_time_namespace(true, false, false);
+	fprintf(stderr, "usage: served probe [WAIT_MS] | fork | watch | unshare-time [child|raw] "
+			"| setns-time\n");
+	return 99;
+}
