@@ -115,7 +115,7 @@ static void preload_tsc_did_not_answer(void)
 	if (__builtin_expect(__atomic_load_n(&refresh_state, __ATOMIC_RELAXED) == REFRESH_SERVED,
 			     0) &&
 	    service_page_abandoned())
-		refresh_leave_service("the calibration service's page has been stale for 2 s");
+		refresh_leave_service(SERVICE_PAGE_ABANDONED_WHY);
 	refresh_check_process();
 	refresh_ensure_started();
 	placement_free_stuck_thread();

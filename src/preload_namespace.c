@@ -139,8 +139,10 @@ PRELOAD_NAMESPACE_EXPORT int unshare(int flags)
 	preload_namespace_note("unshare", rc, waited);
 	/* The children it starts now live in another time namespace: the
 	 * page's lines tell the time of this one. */
-	if (rc == 0 && (flags & CLONE_NEWTIME))
+	if (rc == 0 && (flags & CLONE_NEWTIME)) {
 		refresh_leave_service("unshare(CLONE_NEWTIME)");
+		refresh_note_new_time_namespace_for_children();
+	}
 	return rc;
 }
 

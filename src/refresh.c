@@ -61,6 +61,12 @@ static struct refresh_life {
 	uint64_t configured_interval_ns;
 	bool relaxed;
 	bool force_fast;
+	/* A served process that installed a seccomp filter: it never leaves
+	 * the page (an mmap, then a thread, which the filter may kill). */
+	bool served_under_filter;
+	/* unshare(CLONE_NEWTIME) succeeded: every child forked from now on
+	 * lives in another time namespace, where these lines are wrong. */
+	bool children_in_new_time_namespace;
 } refresh = { .configured_interval_ns = SETTINGS_DEFAULT_INTERVAL_MS * 1000000ull };
 
 /* Sets the state, and CLOCK_START_PENDING in api_flags while it is IDLE.
@@ -102,7 +108,7 @@ bool refresh_leave_service(const char *why)
 	int saved_errno = errno;
 
 	if (__atomic_load_n(&refresh_state, __ATOMIC_ACQUIRE) != REFRESH_SERVED ||
-	    !service_page_leave()) {
+	    refresh.served_under_filter || !sandbox_thread_allowed() || !service_page_leave()) {
 		errno = saved_errno;
 		return false;
 	}
@@ -407,6 +413,8 @@ enum refresh_stopped refresh_stop(enum refresh_stop_kind kind)
 	 * served process has no thread to stop. */
 	int state = __atomic_load_n(&refresh_state, __ATOMIC_ACQUIRE);
 
+	if (state == REFRESH_SERVED && kind == REFRESH_STOP_FOR_GOOD)
+		refresh.served_under_filter = true;
 	if (state == REFRESH_OFF || state == REFRESH_SERVED || getpid() != refresh.owner_pid) {
 		errno = saved_errno;
 		return REFRESH_STOPPED_NONE;
@@ -444,9 +452,20 @@ void refresh_after_fork_in_child(void)
 	int state = __atomic_load_n(&refresh_state, __ATOMIC_RELAXED);
 
 	/* A served child is served as its parent was: the page is mapped in
-	 * it too, and nothing here is its own. */
-	if (state == REFRESH_SERVED)
+	 * it too, and nothing here is its own; unless the parent made another
+	 * time namespace for it by a raw system call, no interposer seeing it
+	 * (one stat of /proc, never under a filter). */
+	if (state == REFRESH_SERVED) {
+		if (!refresh.served_under_filter && !service_page_same_time_namespace())
+			refresh_leave_service("a fork child in another time namespace");
 		return;
+	}
+	/* The parent's lines tell the time of the parent's namespace: this
+	 * child answers with libc until its own thread has lines. */
+	if (refresh.children_in_new_time_namespace) {
+		refresh.children_in_new_time_namespace = false;
+		table_set_validity(0, 0);
+	}
 	round_after_fork();
 	/* The thread, stopping or not, stayed in the parent: nothing here to
 	 * join, or to tell to stop. */
@@ -459,6 +478,11 @@ void refresh_after_fork_in_child(void)
 	placement_after_fork();
 	if (state == REFRESH_RUNNING || state == REFRESH_STARTING || state == REFRESH_STOPPING)
 		refresh_set_state(REFRESH_IDLE);
+}
+
+void refresh_note_new_time_namespace_for_children(void)
+{
+	refresh.children_in_new_time_namespace = true;
 }
 
 void refresh_check_process(void)

@@ -66,6 +66,9 @@ static inline void refresh_ensure_started(void)
 	if (__builtin_expect(__atomic_load_n(&refresh_state, __ATOMIC_RELAXED) == REFRESH_IDLE, 0))
 		refresh_start();
 }
+/* unshare(CLONE_NEWTIME) succeeded: children forked from now on start
+ * with no lines (they answer with libc until their own thread has some). */
+void refresh_note_new_time_namespace_for_children(void);
 /* In a fork child: the thread is gone; the next slow call starts another. */
 void refresh_after_fork_in_child(void);
 

@@ -22,6 +22,11 @@
 #include "raw_syscall.h"
 #include "timespec_ns.h"
 
+/* A served process's TSC rate (a line's slope), kept when it maps the
+ * page: how long the page has been stale is told in ns even where the
+ * service has withdrawn every line. */
+static uint64_t service_page_rate;
+
 /* A TSC between 1 and 20 GHz: a line's slope (ns per tick, as a 64-bit
  * fraction) is then below 1 and above 1/20. A slope of 1 or more cannot
  * be written in the record at all. */
@@ -230,7 +235,10 @@ const char *service_page_judge(const struct table_page *page,
 		return refused;
 	if (flags & CLOCK_START_PENDING)
 		return "the service has not started";
-	if ((flags & (CLOCK_MODE_RELAXED | CLOCK_READ_LFENCE)) && !expect->rseq_registered)
+	/* Relaxed and fenced reads take the CPU id from rseq, unless getcpu
+	 * gives it (then the service itself had no rseq). */
+	if ((flags & (CLOCK_MODE_RELAXED | CLOCK_READ_LFENCE)) && !(flags & CLOCK_CPU_GETCPU) &&
+	    !expect->rseq_registered)
 		return "the service reads the CPU id from rseq, which this process lacks";
 	if (valid_ticks == 0 || cpu_rdtsc() - valid_from > valid_ticks)
 		return "stale: the service stopped renewing it";
@@ -326,6 +334,8 @@ void service_page_look_at(const char *path, const struct service_page_expect *ex
 	look->refused = service_page_judge(view, expect);
 	memcpy(&look->header, view->header, sizeof look->header);
 	if (look->refused == NULL && attach) {
+		for (uint32_t cpu = 0; cpu < CPU_MAX_CPUS && service_page_rate == 0; cpu++)
+			service_page_rate = view->records[cpu].mult;
 		/* Before the mapping: from now on no writer may touch the table. */
 		__atomic_store_n(&table_read_only, true, __ATOMIC_RELEASE);
 		if (mmap(&table_page, SERVICE_PAGE_SIZE, PROT_READ, MAP_SHARED | MAP_FIXED, fd,
@@ -399,7 +409,8 @@ bool service_page_leave(void)
 bool service_page_abandoned(void)
 {
 	const struct table_shared *shared = &table_page.shared;
-	uint64_t valid_from, valid_ticks, stale_ticks, mult = 0;
+	uint64_t valid_from, valid_ticks, stale_ticks;
+	uint64_t mult = __atomic_load_n(&service_page_rate, __ATOMIC_RELAXED);
 
 	if (!__atomic_load_n(&table_read_only, __ATOMIC_ACQUIRE))
 		return false;
@@ -408,9 +419,18 @@ bool service_page_abandoned(void)
 	stale_ticks = cpu_rdtsc() - valid_from;
 	if (stale_ticks <= valid_ticks)
 		return false;
-	for (uint32_t cpu = 0; cpu < CPU_MAX_CPUS && mult == 0; cpu++)
-		mult = __atomic_load_n(&table_page.records[cpu].mult, __ATOMIC_RELAXED);
-	return mult == 0 || clock_mulhi(stale_ticks - valid_ticks, mult) > SERVICE_PAGE_ABANDON_NS;
+	return clock_mulhi(stale_ticks - valid_ticks, mult) > SERVICE_PAGE_ABANDON_NS;
+}
+
+bool service_page_same_time_namespace(void)
+{
+	const struct service_page_header *header =
+	    (const struct service_page_header *)table_page.header;
+	uint64_t device, inode;
+
+	service_page_time_namespace(&device, &inode);
+	return header->time_ns_inode == 0 || inode == 0 ||
+	       (header->time_ns_inode == inode && header->time_ns_device == device);
 }
 
 /* Makes path's directory, one level, as the service's defaults need:

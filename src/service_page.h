@@ -40,8 +40,17 @@
 #define SERVICE_PAGE_MAX_VALID_NS (2ull * WATCH_VALID_NS)
 /* A served process whose page has been stale this long (its service is
  * gone, stopped, or starved) stops waiting for it: it leaves the page and
- * calibrates in its own thread (service_page_abandoned). */
-#define SERVICE_PAGE_ABANDON_NS 2000000000ull
+ * calibrates in its own thread (service_page_abandoned). Long beside the
+ * validity: a service starved for a second or two on a loaded machine
+ * costs its readers the fast path meanwhile, not their threadlessness. */
+#define SERVICE_PAGE_ABANDON_SECONDS 5
+#define SERVICE_PAGE_ABANDON_NS	     (SERVICE_PAGE_ABANDON_SECONDS * 1000000000ull)
+#define SERVICE_PAGE_QUOTE(x)	     #x
+#define SERVICE_PAGE_TEXT(x)	     SERVICE_PAGE_QUOTE(x)
+/* The reason a reader gives for leaving such a page, for FASTTIME_DEBUG. */
+#define SERVICE_PAGE_ABANDONED_WHY                                                                 \
+	"the calibration service's page has been stale for " SERVICE_PAGE_TEXT(                    \
+	    SERVICE_PAGE_ABANDON_SECONDS) " s"
 
 struct service_page_header {
 	uint64_t magic;
@@ -109,6 +118,11 @@ void service_page_look_at(const char *path, const struct service_page_expect *ex
  * is one line under FASTTIME_DEBUG. */
 bool service_page_find(const struct settings *settings, bool rseq_registered, bool attach,
 		       char path[PATH_MAX], struct service_page_look *look);
+
+/* In a fork child of a served process: false when the child is in another
+ * time namespace than the page's service (a raw unshare before the fork),
+ * where the page's lines tell another time. One stat of /proc. */
+bool service_page_same_time_namespace(void);
 
 /* A served process about to leave what the page was judged for (another
  * time namespace): the table becomes this process's own again, empty.

@@ -26,6 +26,10 @@ esac
 # and the tests skip where it chose libc).
 FASTTIME_FORCE=${FASTTIME_FORCE:-1}
 export FASTTIME_FORCE
+# Each process calibrates alone unless a test names a calibration service's
+# page: none is served by a service the machine may run.
+FASTTIME_PAGE=${FASTTIME_PAGE-none}
+export FASTTIME_PAGE
 
 # Runs tests/lifecycle/NAME [ARGS] under libfasttime.so, with the tap behind
 # it (it counts what fasttime passes on to libc), and behind that whatever
