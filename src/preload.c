@@ -34,15 +34,6 @@ static inline bool preload_is_null(const void *pointer)
 	return pointer == NULL;
 }
 
-static const char *preload_getenv(const char *name)
-{
-#ifdef HAVE_SECURE_GETENV
-	return secure_getenv(name);
-#else
-	return getenv(name);
-#endif
-}
-
 static void preload_after_fork_in_child(void)
 {
 	refresh_after_fork_in_child();
@@ -67,7 +58,7 @@ __attribute__((constructor)) static void preload_init(void)
 	char page[PATH_MAX];
 	struct service_page_look look;
 
-	settings_load(&settings, preload_getenv, debug_write_line);
+	settings_load(&settings, settings_secure_getenv, debug_write_line);
 	debug_enabled = settings.debug;
 	cpu_hidden_hwcaps = settings.hidden_hwcaps;
 	if (!settings.disabled) {

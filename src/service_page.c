@@ -259,20 +259,9 @@ const char *service_page_judge(const struct table_page *page,
 	return NULL;
 }
 
-/* Not taken from the environment of a program running with more rights
- * than its caller's. */
-static const char *service_page_getenv(const char *name)
-{
-#ifdef HAVE_SECURE_GETENV
-	return secure_getenv(name);
-#else
-	return getenv(name);
-#endif
-}
-
 unsigned service_page_default_paths(char paths[2][PATH_MAX])
 {
-	const char *runtime = service_page_getenv("XDG_RUNTIME_DIR");
+	const char *runtime = settings_secure_getenv("XDG_RUNTIME_DIR");
 	unsigned count = 0;
 	int written;
 

@@ -8,6 +8,7 @@
 #include "cpu.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static bool settings_equals_any(const char *value, const char *const *words)
@@ -181,4 +182,13 @@ bool settings_page_none(const struct settings *settings)
 {
 	return settings->page != NULL &&
 	       (settings->page[0] == '\0' || strcmp(settings->page, "none") == 0);
+}
+
+const char *settings_secure_getenv(const char *name)
+{
+#ifdef HAVE_SECURE_GETENV
+	return secure_getenv(name);
+#else
+	return getenv(name);
+#endif
 }

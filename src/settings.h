@@ -23,6 +23,11 @@ struct settings {
 	const char *page;
 };
 
+/* getenv, but nothing from the environment of a program running with more
+ * rights than its caller's (secure_getenv where the C library has it): the
+ * library's lookup for settings_load, and for the paths it opens. */
+const char *settings_secure_getenv(const char *name);
+
 /* Whether settings->page asks for no service at all. */
 bool settings_page_none(const struct settings *settings);
 
