@@ -47,16 +47,15 @@ static void preload_after_fork_in_child(void)
  * clocksource and a calibration service's page, are read here: before
  * main() no descriptor of the program's can be taken or closed under us
  * (verdict_read_kernel, service_page_find). A page that serves is mapped
- * over the table, and then no thread of ours ever runs in the process. libc's functions
- * are looked up by the first call that needs one; the refresh thread checks
- * the processor when it starts. */
+ * over the table, and then no thread of ours runs in the process. libc's
+ * functions are looked up by the first call that needs one; the refresh
+ * thread checks the processor when it starts. */
 __attribute__((constructor)) static void preload_init(void)
 {
 	struct settings settings;
-
+	struct service_page_look look;
 	bool rseq_registered, served = false;
 	char page[PATH_MAX];
-	struct service_page_look look;
 
 	settings_load(&settings, settings_secure_getenv, debug_write_line);
 	debug_enabled = settings.debug;
