@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -45,8 +46,14 @@ static pid_t namespace_user_helper(void)
 
 	if (pipe(ready) != 0)
 		return -1;
+	pid_t parent = getpid();
+
 	pid = fork();
 	if (pid == 0) {
+		/* Never outlives the test: a helper left behind held the
+		 * machine's test lock and stalled every later test run. */
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent)
+			_exit(1);
 		close(ready[0]);
 		byte = unshare(CLONE_NEWUSER) == 0 ? 'y' : 'n';
 		if (write(ready[1], &byte, 1) != 1)
