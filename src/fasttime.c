@@ -3,20 +3,17 @@
 #include "config.h"
 
 #include <getopt.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "command_usage.h"
 #include "cpu.h"
 #include "debug.h"
 #include "settings.h"
 #include "tool_check.h"
 #include "tool_info.h"
 #include "tool_run.h"
-
-/* Bad usage: the status GNU tools and env(1) use. */
-#define FASTTIME_EXIT_USAGE 2
 
 enum fasttime_action {
 	FASTTIME_RUN,
@@ -65,24 +62,12 @@ static void fasttime_usage(void)
 	       SETTINGS_MIN_INTERVAL_MS, SETTINGS_MAX_INTERVAL_MS, SETTINGS_DEFAULT_INTERVAL_MS);
 }
 
-/* Reports bad usage in one line, with the way to more help. */
-static int __attribute__((format(printf, 1, 2))) fasttime_bad_usage(const char *format, ...)
-{
-	va_list args;
-
-	fputs("fasttime: ", stderr);
-	va_start(args, format);
-	vfprintf(stderr, format, args);
-	va_end(args);
-	fputs("\nTry 'fasttime --help' for more information.\n", stderr);
-	return FASTTIME_EXIT_USAGE;
-}
-
 /* Reports an --interval value out of the library's bounds. */
 static int fasttime_bad_interval(const char *value)
 {
-	return fasttime_bad_usage("--interval wants milliseconds from %u to %u, not '%s'",
-				  SETTINGS_MIN_INTERVAL_MS, SETTINGS_MAX_INTERVAL_MS, value);
+	return command_bad_usage("fasttime",
+				 "--interval wants milliseconds from %u to %u, not '%s'",
+				 SETTINGS_MIN_INTERVAL_MS, SETTINGS_MAX_INTERVAL_MS, value);
 }
 
 /* The long options; each maps to the letter its case in fasttime_parse
@@ -110,15 +95,17 @@ static int fasttime_bad_option(const char *argument)
 	unsigned matches = 0;
 
 	if (strncmp(argument, "--", 2) != 0)
-		return fasttime_bad_usage("unknown option '-%c'", optopt);
+		return command_bad_usage("fasttime", "unknown option '-%c'", optopt);
 	/* A known long option given a value it does not take. */
 	if (optopt != 0)
-		return fasttime_bad_usage("option '%.*s' takes no value", (int)length, argument);
+		return command_bad_usage("fasttime", "option '%.*s' takes no value", (int)length,
+					 argument);
 	for (const struct option *o = fasttime_longs; o->name != NULL; o++)
 		matches += strncmp(o->name, argument + 2, length - 2) == 0;
 	if (matches > 1)
-		return fasttime_bad_usage("ambiguous option '%.*s'", (int)length, argument);
-	return fasttime_bad_usage("unknown option '%s'", argument);
+		return command_bad_usage("fasttime", "ambiguous option '%.*s'", (int)length,
+					 argument);
+	return command_bad_usage("fasttime", "unknown option '%s'", argument);
 }
 
 /* Parses argv into options; returns 0, or the status to exit with. */
@@ -149,11 +136,13 @@ static int fasttime_parse(int argc, char **argv, struct fasttime_options *option
 			break;
 		case 'f':
 			if (!tool_info_parse_format(optarg, &options->info_format))
-				return fasttime_bad_usage("--format wants text or keys, not '%s'",
-							  optarg);
+				return command_bad_usage(
+				    "fasttime", "--format wants text or keys, not '%s'", optarg);
 			format = true;
 			break;
-		case ':': return fasttime_bad_usage("option '%s' needs a value", argv[optind - 1]);
+		case ':':
+			return command_bad_usage("fasttime", "option '%s' needs a value",
+						 argv[optind - 1]);
 		default: return fasttime_bad_option(argv[optind - 1]);
 		}
 	}
@@ -164,28 +153,22 @@ static int fasttime_parse(int argc, char **argv, struct fasttime_options *option
 		return 0;
 	}
 	if (format && !info)
-		return fasttime_bad_usage("--format applies only to --info");
+		return command_bad_usage("fasttime", "--format applies only to --info");
 	if (!info && !check) {
 		if (optind >= argc)
-			return fasttime_bad_usage("no command given");
+			return command_bad_usage("fasttime", "no command given");
 		options->action = FASTTIME_RUN;
 		return 0;
 	}
 	if (info && check)
-		return fasttime_bad_usage("--info and --check cannot be combined");
+		return command_bad_usage("fasttime", "--info and --check cannot be combined");
 	if (optind < argc)
-		return fasttime_bad_usage("%s takes no command, but '%s' follows it",
-					  info ? "--info" : "--check", argv[optind]);
+		return command_bad_usage("fasttime", "%s takes no command, but '%s' follows it",
+					 info ? "--info" : "--check", argv[optind]);
 	if (options->run.native)
-		return fasttime_bad_usage("--native applies only to running a command");
+		return command_bad_usage("fasttime", "--native applies only to running a command");
 	options->action = info ? FASTTIME_INFO : FASTTIME_CHECK;
 	return 0;
-}
-
-/* Looks up a FASTTIME_* variable for settings_load. */
-static const char *fasttime_getenv(const char *name)
-{
-	return getenv(name);
 }
 
 /* What --info shows: the library's settings, as the environment and the
@@ -193,7 +176,7 @@ static const char *fasttime_getenv(const char *name)
 static void fasttime_info_settings(const struct fasttime_options *options,
 				   struct settings *settings)
 {
-	settings_load(settings, fasttime_getenv, debug_write_line);
+	settings_load(settings, settings_secure_getenv, debug_write_line);
 	if (options->run.mode != NULL)
 		settings->relaxed = strcmp(options->run.mode, "relaxed") == 0;
 	if (options->run.interval_ms != 0)
@@ -238,7 +221,7 @@ int main(int argc, char **argv)
 	if (options.action == FASTTIME_CHECK) {
 		/* The check reads the counter as the library would: with the
 		 * features FASTTIME_HWCAPS hides treated as absent. */
-		settings_load(&settings, fasttime_getenv, debug_write_line);
+		settings_load(&settings, settings_secure_getenv, debug_write_line);
 		cpu_hidden_hwcaps = settings.hidden_hwcaps;
 		return fasttime_finish_output(tool_check_run());
 	}

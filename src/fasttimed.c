@@ -12,20 +12,19 @@
 #include <getopt.h>
 #include <limits.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "command_usage.h"
 #include "cpu.h"
 #include "debug.h"
 #include "service.h"
 #include "service_page.h"
 #include "settings.h"
 
-#define FASTTIMED_EXIT_USAGE 2
 /* How often the main thread looks whether the refresh thread still runs. */
 #define FASTTIMED_CHECK_SECONDS 1
 
@@ -56,34 +55,13 @@ static void fasttimed_usage(void)
 	       SETTINGS_MIN_INTERVAL_MS, SETTINGS_MAX_INTERVAL_MS, SETTINGS_DEFAULT_INTERVAL_MS);
 }
 
-static int fasttimed_bad_usage(const char *format, ...) __attribute__((format(printf, 1, 2)));
-static int fasttimed_bad_usage(const char *format, ...)
-{
-	va_list args;
-
-	fputs("fasttimed: ", stderr);
-	va_start(args, format);
-	vfprintf(stderr, format, args);
-	va_end(args);
-	fputs("\nTry 'fasttimed --help' for more information.\n", stderr);
-	return FASTTIMED_EXIT_USAGE;
-}
-
 /* The default page: the system's for root, the user's otherwise. */
 static bool fasttimed_default_page(char page[PATH_MAX])
 {
-	const char *runtime = getenv("XDG_RUNTIME_DIR");
-	int written;
-
-	if (geteuid() == 0) {
-		snprintf(page, PATH_MAX, "%s", SERVICE_PAGE_SYSTEM_PATH);
-		return true;
-	}
-	if (runtime == NULL || runtime[0] != '/')
-		return false;
-	written =
-	    snprintf(page, PATH_MAX, "%s/%s/%s", runtime, SERVICE_PAGE_USER_DIR, SERVICE_PAGE_NAME);
-	return written > 0 && written < PATH_MAX;
+	if (geteuid() != 0)
+		return service_page_user_path(page);
+	snprintf(page, PATH_MAX, "%s", SERVICE_PAGE_SYSTEM_PATH);
+	return true;
 }
 
 /* clang-format off */
@@ -107,32 +85,35 @@ static int fasttimed_parse(int argc, char **argv, struct fasttimed_options *opti
 		case 'p':
 			if (optarg[0] == '\0' || snprintf(options->page, sizeof options->page, "%s",
 							  optarg) >= (int)sizeof options->page)
-				return fasttimed_bad_usage("--page wants a path, not '%s'", optarg);
+				return command_bad_usage("fasttimed",
+							 "--page wants a path, not '%s'", optarg);
 			break;
 		case 'i':
 			if (!settings_parse_range(optarg, SETTINGS_MIN_INTERVAL_MS,
 						  SETTINGS_MAX_INTERVAL_MS, &options->interval_ms))
-				return fasttimed_bad_usage(
+				return command_bad_usage(
+				    "fasttimed",
 				    "--interval wants milliseconds from %u to %u, not '%s'",
 				    SETTINGS_MIN_INTERVAL_MS, SETTINGS_MAX_INTERVAL_MS, optarg);
 			break;
 		case 'h': options->help = true; break;
 		case 'V': options->version = true; break;
-		case ':': return fasttimed_bad_usage("option '%s' needs a value", argv[optind - 1]);
-		default: return fasttimed_bad_usage("unknown option '%s'", argv[optind - 1]);
+		case ':':
+			return command_bad_usage("fasttimed", "option '%s' needs a value",
+						 argv[optind - 1]);
+		default:
+			return command_bad_usage("fasttimed", "unknown option '%s'",
+						 argv[optind - 1]);
 		}
 	}
 	if (optind < argc)
-		return fasttimed_bad_usage("takes no argument, but '%s' was given", argv[optind]);
+		return command_bad_usage("fasttimed", "takes no argument, but '%s' was given",
+					 argv[optind]);
 	if (!options->help && !options->version && options->page[0] == '\0' &&
 	    !fasttimed_default_page(options->page))
-		return fasttimed_bad_usage("XDG_RUNTIME_DIR is not set: give --page PATH");
+		return command_bad_usage("fasttimed",
+					 "XDG_RUNTIME_DIR is not set: give --page PATH");
 	return 0;
-}
-
-static const char *fasttimed_getenv(const char *name)
-{
-	return getenv(name);
 }
 
 /* Waits for a signal that ends the service, or for the refresh thread to
@@ -168,7 +149,7 @@ int main(int argc, char **argv)
 			printf("fasttimed %s\n", PACKAGE_VERSION);
 		return fflush(stdout) == 0 && !ferror(stdout) ? 0 : 1;
 	}
-	settings_load(&settings, fasttimed_getenv, debug_write_line);
+	settings_load(&settings, settings_secure_getenv, debug_write_line);
 	if (options.interval_ms != 0)
 		settings.interval_ms = options.interval_ms;
 	debug_enabled = settings.debug;

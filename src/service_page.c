@@ -52,7 +52,10 @@ void service_page_expect_from(struct service_page_expect *expect, const struct s
 	expect->force = settings->force;
 	expect->hidden_hwcaps = settings->hidden_hwcaps;
 	expect->rseq_registered = rseq_registered;
-	service_page_time_namespace(&expect->time_ns_device, &expect->time_ns_inode);
+	/* Only once a page is found (service_page_look_at): a stat of /proc
+	 * at every process start would be paid where no service runs. */
+	expect->time_ns_device = 0;
+	expect->time_ns_inode = 0;
 }
 
 /* The kernel's clock by a raw system call: in a constructor no libc
@@ -125,14 +128,13 @@ static bool service_page_agrees(const struct service_page_bracket *bracket, uint
  * where its own thread would calibrate that CPU. */
 static const char *service_page_judge_coverage(const struct table_page *page)
 {
-	unsigned long mask[CPU_MAX_CPUS / (8 * sizeof(unsigned long))];
+	unsigned long mask[TABLE_WANTED_WORDS] = { 0 };
 	long bytes = raw_syscall(SYS_sched_getaffinity, 0, (long)sizeof mask, (long)mask, 0, 0, 0);
-	const unsigned bits = 8 * sizeof(unsigned long);
 
 	if (bytes <= 0)
 		return NULL;
-	for (uint32_t cpu = 0; cpu < (uint32_t)bytes * 8 && cpu < CPU_MAX_CPUS; cpu++)
-		if ((mask[cpu / bits] >> (cpu % bits)) & 1u && page->records[cpu].mult == 0)
+	for (uint32_t cpu = 0; cpu < CPU_MAX_CPUS; cpu++)
+		if (cpu_mask_has(mask, cpu) && page->records[cpu].mult == 0)
 			return "a CPU this process may run on has no line in it";
 	return NULL;
 }
@@ -182,7 +184,8 @@ static const char *service_page_judge_offsets(const struct table_page *page, uin
 /* The lines: each present one has a sane slope; every CPU the reader may
  * run on has one; the one of the CPU it runs on now (or the first) says
  * what its own kernel says, now (a second try after a preemption). */
-static const char *service_page_judge_lines(const struct table_page *page)
+static const char *service_page_judge_lines(const struct table_page *page,
+					    const struct table_record **line_out)
 {
 	const struct table_record *chosen = NULL;
 	uint32_t here = CPU_MAX_CPUS;
@@ -203,6 +206,7 @@ static const char *service_page_judge_lines(const struct table_page *page)
 	}
 	if (chosen == NULL)
 		return "no CPU has a line";
+	*line_out = chosen;
 	refused = service_page_judge_coverage(page);
 	if (refused != NULL)
 		return refused;
@@ -219,15 +223,17 @@ static const char *service_page_judge_lines(const struct table_page *page)
 	}
 }
 
-const char *service_page_judge(const struct table_page *page,
-			       const struct service_page_expect *expect)
+/* The judge, and the line it judged the page by (where it serves): its
+ * slope is the TSC's rate, which a served process keeps. */
+static const char *service_page_judge_by_line(const struct table_page *page,
+					      const struct service_page_expect *expect,
+					      const struct table_record **line)
 {
 	const struct table_shared *shared = &page->shared;
 	uint32_t flags = __atomic_load_n(&shared->api_flags, __ATOMIC_RELAXED);
 	uint64_t valid_from = __atomic_load_n(&shared->valid_from_tsc, __ATOMIC_ACQUIRE);
 	uint64_t valid_ticks = __atomic_load_n(&shared->valid_ticks, __ATOMIC_ACQUIRE);
 	const struct service_page_header *header = (const struct service_page_header *)page->header;
-	const struct table_record *any = NULL;
 	const char *refused;
 
 	refused = service_page_judge_header(header, expect);
@@ -246,32 +252,43 @@ const char *service_page_judge(const struct table_page *page,
 	    (header->time_ns_inode != expect->time_ns_inode ||
 	     header->time_ns_device != expect->time_ns_device))
 		return "written in another time namespace";
-	refused = service_page_judge_lines(page);
+	refused = service_page_judge_lines(page, line);
 	if (refused == NULL)
 		refused = service_page_judge_offsets(page, flags);
 	if (refused != NULL)
 		return refused;
-	for (uint32_t cpu = 0; cpu < CPU_MAX_CPUS && any == NULL; cpu++)
-		if (page->records[cpu].mult != 0)
-			any = &page->records[cpu];
-	if (any != NULL && clock_mulhi(valid_ticks, any->mult) > SERVICE_PAGE_MAX_VALID_NS)
+	if (clock_mulhi(valid_ticks, (*line)->mult) > SERVICE_PAGE_MAX_VALID_NS)
 		return "an absurd validity";
 	return NULL;
 }
 
-unsigned service_page_default_paths(char paths[2][PATH_MAX])
+const char *service_page_judge(const struct table_page *page,
+			       const struct service_page_expect *expect)
+{
+	const struct table_record *line;
+
+	return service_page_judge_by_line(page, expect, &line);
+}
+
+bool service_page_user_path(char path[PATH_MAX])
 {
 	const char *runtime = settings_secure_getenv("XDG_RUNTIME_DIR");
-	unsigned count = 0;
 	int written;
 
+	if (runtime == NULL || runtime[0] != '/')
+		return false;
+	written =
+	    snprintf(path, PATH_MAX, "%s/%s/%s", runtime, SERVICE_PAGE_USER_DIR, SERVICE_PAGE_NAME);
+	return written > 0 && written < PATH_MAX;
+}
+
+unsigned service_page_default_paths(uid_t uid, char paths[2][PATH_MAX])
+{
+	unsigned count = 0;
+
 	snprintf(paths[count++], PATH_MAX, "%s", SERVICE_PAGE_SYSTEM_PATH);
-	if (geteuid() != 0 && runtime != NULL && runtime[0] == '/') {
-		written = snprintf(paths[count], PATH_MAX, "%s/%s/%s", runtime,
-				   SERVICE_PAGE_USER_DIR, SERVICE_PAGE_NAME);
-		if (written > 0 && written < PATH_MAX)
-			count++;
-	}
+	if (uid != 0 && service_page_user_path(paths[count]))
+		count++;
 	return count;
 }
 
@@ -294,6 +311,8 @@ static const char *service_page_judge_file(const struct stat *st,
 void service_page_look_at(const char *path, const struct service_page_expect *expect, bool attach,
 			  struct service_page_look *look)
 {
+	struct service_page_expect here = *expect;
+	const struct table_record *line = NULL;
 	const struct table_page *view;
 	struct stat st;
 	int fd;
@@ -308,6 +327,7 @@ void service_page_look_at(const char *path, const struct service_page_expect *ex
 		look->refused = errno == ENOENT ? "no page" : "cannot be opened";
 		return;
 	}
+	look->found = true;
 	look->refused =
 	    fstat(fd, &st) != 0 ? "cannot be examined" : service_page_judge_file(&st, expect);
 	if (look->refused != NULL) {
@@ -320,11 +340,12 @@ void service_page_look_at(const char *path, const struct service_page_expect *ex
 		close(fd);
 		return;
 	}
-	look->refused = service_page_judge(view, expect);
+	if (here.time_ns_inode == 0)
+		service_page_time_namespace(&here.time_ns_device, &here.time_ns_inode);
+	look->refused = service_page_judge_by_line(view, &here, &line);
 	memcpy(&look->header, view->header, sizeof look->header);
 	if (look->refused == NULL && attach) {
-		for (uint32_t cpu = 0; cpu < CPU_MAX_CPUS && service_page_rate == 0; cpu++)
-			service_page_rate = view->records[cpu].mult;
+		service_page_rate = line->mult;
 		/* Before the mapping: from now on no writer may touch the table. */
 		__atomic_store_n(&table_read_only, true, __ATOMIC_RELEASE);
 		if (mmap(&table_page, SERVICE_PAGE_SIZE, PROT_READ, MAP_SHARED | MAP_FIXED, fd,
@@ -348,6 +369,7 @@ bool service_page_find(const struct settings *settings, bool rseq_registered, bo
 	char paths[2][PATH_MAX];
 	unsigned count;
 
+	service_page_expect_from(&expect, settings, rseq_registered);
 	path[0] = '\0';
 	memset(look, 0, sizeof *look);
 	look->refused = "no page";
@@ -357,15 +379,13 @@ bool service_page_find(const struct settings *settings, bool rseq_registered, bo
 		snprintf(paths[0], PATH_MAX, "%s", settings->page);
 		count = 1;
 	} else {
-		count = service_page_default_paths(paths);
+		count = service_page_default_paths(expect.uid, paths);
 	}
-	service_page_expect_from(&expect, settings, rseq_registered);
 	for (unsigned i = 0; i < count; i++) {
 		struct service_page_look this;
 
 		service_page_look_at(paths[i], &expect, attach, &this);
-		if (this.refused != NULL && strcmp(this.refused, "no page") == 0 &&
-		    settings->page == NULL)
+		if (!this.found && settings->page == NULL)
 			continue;
 		*look = this;
 		memcpy(path, paths[i], PATH_MAX);

@@ -78,7 +78,7 @@ struct service_page_expect {
 	bool force;
 	uint32_t hidden_hwcaps;
 	bool rseq_registered;
-	uint64_t time_ns_device; /* as in the header */
+	uint64_t time_ns_device; /* as in the header; 0 until a page is found */
 	uint64_t time_ns_inode;
 };
 
@@ -94,12 +94,18 @@ void service_page_expect_from(struct service_page_expect *expect, const struct s
 const char *service_page_judge(const struct table_page *page,
 			       const struct service_page_expect *expect);
 
-/* The pages a reader looks for when FASTTIME_PAGE is not set, in order:
- * the system's, then the user's. Returns how many paths were written. */
-unsigned service_page_default_paths(char paths[2][PATH_MAX]);
+/* The user's page, $XDG_RUNTIME_DIR/fasttime/page; false without an
+ * absolute XDG_RUNTIME_DIR. */
+bool service_page_user_path(char path[PATH_MAX]);
+
+/* The pages a reader of user uid looks for when FASTTIME_PAGE is not
+ * set, in order: the system's, then, but for root, the user's. Returns how
+ * many paths were written. */
+unsigned service_page_default_paths(uid_t uid, char paths[2][PATH_MAX]);
 
 /* What a look at a page found: the page's header when it serves. */
 struct service_page_look {
+	bool found;	     /* a file was there */
 	const char *refused; /* NULL when it serves */
 	struct service_page_header header;
 };

@@ -14,11 +14,6 @@
 #include "service.h"
 #include "settings.h"
 
-static const char *tool_serve_getenv(const char *name)
-{
-	return getenv(name);
-}
-
 /* A directory only this user can enter: under $XDG_RUNTIME_DIR (a tmpfs
  * of the user's own) where there is one, else under $TMPDIR or /tmp. */
 static bool tool_serve_make_directory(struct tool_serve *serve)
@@ -50,7 +45,7 @@ void tool_serve_start(struct tool_serve *serve)
 	bool rseq_registered;
 
 	memset(serve, 0, sizeof *serve);
-	settings_load(&settings, tool_serve_getenv, debug_write_line);
+	settings_load(&settings, settings_secure_getenv, debug_write_line);
 	debug_enabled = settings.debug;
 	cpu_hidden_hwcaps = settings.hidden_hwcaps;
 	if (settings.disabled || settings_page_none(&settings))

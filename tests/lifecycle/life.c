@@ -477,6 +477,11 @@ void life_sample_real(struct life_track *track)
 	life_sample(CLOCK_REALTIME, "CLOCK_REALTIME", track);
 }
 
+void life_sample_boot(struct life_track *track)
+{
+	life_sample(CLOCK_BOOTTIME, "CLOCK_BOOTTIME", track);
+}
+
 void life_sample_for(unsigned ms, struct life_track *mono, struct life_track *real)
 {
 	uint64_t end = life_libc_mono_ns() + ms * LIFE_NS_PER_MS;

@@ -100,6 +100,7 @@ struct life_track {
 };
 void life_sample_mono(struct life_track *track);
 void life_sample_real(struct life_track *track);
+void life_sample_boot(struct life_track *track);
 /* Samples both clocks, alternating, for ms milliseconds. */
 void life_sample_for(unsigned ms, struct life_track *mono, struct life_track *real);
 /* The bound on |answer - libc| the issues set for the fast path. */

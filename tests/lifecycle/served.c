@@ -79,33 +79,6 @@ struct served_tracks {
 
 static const char *served_prefix = "";
 
-/* One sandwich of CLOCK_BOOTTIME (life.c has those of the other two). */
-static void served_sample_boot(struct life_track *track)
-{
-	struct timespec lo, answer, hi;
-	uint64_t before = life_fallthrough(), error = 0, ns;
-
-	life_libc.clock_gettime(CLOCK_BOOTTIME, &lo);
-	if (clock_gettime(CLOCK_BOOTTIME, &answer) != 0)
-		life_fail("clock_gettime(CLOCK_BOOTTIME) failed: %s", strerror(errno));
-	life_libc.clock_gettime(CLOCK_BOOTTIME, &hi);
-	ns = life_ns(&answer);
-	if (ns < life_ns(&lo))
-		error = life_ns(&lo) - ns;
-	else if (ns > life_ns(&hi))
-		error = ns - life_ns(&hi);
-	if (error > track->max_error_ns)
-		track->max_error_ns = error;
-	if (ns < track->last_ns) {
-		track->backward++;
-		if (track->last_ns - ns > track->worst_back_ns)
-			track->worst_back_ns = track->last_ns - ns;
-	}
-	track->last_ns = ns;
-	track->samples++;
-	track->fast += life_fallthrough() == before;
-}
-
 /* Samples the three clocks for ms milliseconds. */
 static void served_sample_for(unsigned ms, struct served_tracks *t)
 {
@@ -114,7 +87,7 @@ static void served_sample_for(unsigned ms, struct served_tracks *t)
 	do {
 		life_sample_mono(&t->mono);
 		life_sample_real(&t->real);
-		served_sample_boot(&t->boot);
+		life_sample_boot(&t->boot);
 	} while (life_libc_mono_ns() < end);
 }
 
