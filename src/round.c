@@ -357,10 +357,18 @@ struct round_result round_run(uint64_t scheduled_ns, bool restart)
 /* The scheduled deadline, or sooner when a CPU without a line can have its
  * first one sooner: with sandwiches a microsecond wide (a kernel clock that
  * is a system call) the fixed schedule would give the first line only in
- * its fifth round, 850 ms in; this gives it about 300 ms in. */
+ * its fifth round, 850 ms in; this gives it about 300 ms in. And a CPU
+ * whose line was withdrawn because a round could not visit it (a real-time
+ * thread owned it) is visited again as soon as its skip ends: on the fixed
+ * schedule its readers would answer with libc for up to an interval after
+ * the real-time load has gone (seen: 2.2 s and more, beside a SCHED_FIFO
+ * loop, in a process a calibration service serves, which no reader's
+ * rescue can reach). Only a skip still to come counts, so that a CPU
+ * whose skip has passed unvisited never makes the rounds run back to
+ * back. */
 uint64_t round_next_deadline(uint64_t scheduled_ns)
 {
-	uint64_t deadline = scheduled_ns;
+	uint64_t deadline = scheduled_ns, now = libc_monotonic_ns();
 
 	for (uint32_t cpu = 0; cpu < CPU_MAX_CPUS; cpu++) {
 		const struct lines_cpu *c = &lines_cpus[cpu];
@@ -368,6 +376,9 @@ uint64_t round_next_deadline(uint64_t scheduled_ns)
 
 		if (!c->allowed || c->dropped)
 			continue;
+		if (c->unreachable_backoff_ns != 0 && !lines_cpu_answers(c) &&
+		    c->unreachable_until_ns > now && c->unreachable_until_ns < deadline)
+			deadline = c->unreachable_until_ns;
 		due = calib_first_line_due_ns(&c->calib);
 		if (due == 0)
 			continue;

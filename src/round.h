@@ -50,7 +50,8 @@ bool round_sandwich(struct calib_sample *sample, struct cpu_stamp *stamp);
 uint64_t round_interval_after(unsigned round, uint64_t configured_ns);
 /* When the next round is due: scheduled_ns, or sooner when a CPU without a
  * line can have its first one sooner (its anchor's sandwich over the
- * baseline the first-line rule needs, plus a tenth). */
+ * baseline the first-line rule needs, plus a tenth), or when a CPU whose
+ * line a skipped visit withdrew may be visited again. */
 uint64_t round_next_deadline(uint64_t scheduled_ns);
 /* In a fork child: a round the fork cut short may have left a CPU's state
  * half-written; the calibration starts over rather than trust it. */
