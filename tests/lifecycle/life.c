@@ -419,11 +419,27 @@ bool life_forced(void)
 	       strcmp(force, "no") != 0;
 }
 
+bool life_served(void)
+{
+	const char *served = getenv("LIFE_SERVED");
+
+	return served != NULL && *served != '\0' && strcmp(served, "0") != 0;
+}
+
 void life_require_fast(void)
 {
 	life_mono_ns();
-	if (life_wait_fast(3000))
+	if (life_wait_fast(3000)) {
+		/* Served, the lines answer with no thread of ours; refused,
+		 * the library's own thread made them. */
+		if (life_served() && life_threads_named("fasttime") != 0) {
+			life_say("not served at start: the library calibrates in its own thread");
+			exit(LIFE_EXIT_NOT_SERVED);
+		}
+		if (life_served())
+			life_say("served by a calibration service's page: no thread of the library's");
 		return;
+	}
 	if (!life_forced())
 		life_skip("the library chose libc for CLOCK_MONOTONIC (FASTTIME_FORCE is off)");
 	life_fail("CLOCK_MONOTONIC not answered from the TSC 3 s after the first call, "

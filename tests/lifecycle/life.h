@@ -14,6 +14,9 @@
 
 /* The exit code of a skipped test. */
 #define LIFE_EXIT_SKIP 77
+/* The exit code of a test that was to be served by a calibration
+ * service's page and was not at its start (life.sh runs it again). */
+#define LIFE_EXIT_NOT_SERVED 75
 
 #define LIFE_NS_PER_SEC 1000000000ull
 #define LIFE_NS_PER_MS	1000000ull
@@ -82,10 +85,15 @@ bool life_wait_fast(unsigned max_ms);
 /* Whether FASTTIME_FORCE is set on (not empty, "0" or "no"): the library
  * answers every entry point from the TSC, and a test may require it. */
 bool life_forced(void);
+/* Whether the test runs served (LIFE_SERVED=1, set by life.sh's
+ * life_run_served): its lines must come from a calibration service. */
+bool life_served(void);
 /* Makes the first time call and waits up to 3 s for the TSC to answer: a
  * test of the fast path has nothing to test otherwise. Fails if it does not
  * (the scripts set FASTTIME_FORCE=1, so libc is never chosen for speed);
- * skips if FASTTIME_FORCE was turned off and the library chose libc. */
+ * skips if FASTTIME_FORCE was turned off and the library chose libc. A
+ * test run served exits LIFE_EXIT_NOT_SERVED where the TSC answers from a
+ * thread of the library's own: the page was refused at start. */
 void life_require_fast(void);
 
 /* Accuracy against libc: each sample is a sandwich libc, preload, libc; the

@@ -47,8 +47,71 @@ life_run() {
 		"$life_prog" "$@"
 }
 
-# Runs life_run NAME [ARGS] once in each reading this machine can take:
-# ordered (rdtscp where the CPU advertises it, else lfence; rdtsc with the
+# Runs life_run NAME [ARGS] in a process served by a calibration service:
+# fasttimed, with the tap before libc, publishes a page in a scratch
+# directory, and the test reads it (FASTTIME_PAGE). The tap's moves of the
+# clock and its hold are shared through a file (LIFE_TAP_SHARED), so that
+# the service sees the kernel's clock move as the test moves it, and a hold
+# stops the service's refresh thread. The service runs in the caller's
+# FASTTIME_MODE, FASTTIME_FORCE and FASTTIME_HWCAPS, as a reader requires.
+# LIFE_SERVED=1 makes the test exit 75 where its page was refused at start
+# (a loaded machine kept the service from renewing it): it runs again then,
+# up to 5 times, with a new service.
+life_fasttimed=$life_builddir/src/fasttimed
+life_run_served() {
+	life_served_rc=75
+	life_served_attempt=0
+	while test "$life_served_rc" = 75 && test "$life_served_attempt" -lt 5; do
+		life_served_attempt=$((life_served_attempt + 1))
+		life_served_dir=$(mktemp -d "${TMPDIR:-/tmp}/fasttime-life.XXXXXX") || return 99
+		LIFE_TAP_SHARED=$life_served_dir/tap LD_PRELOAD=$life_tap \
+		ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0" \
+		TSAN_OPTIONS="${TSAN_OPTIONS:+$TSAN_OPTIONS:}die_after_fork=0:atexit_sleep_ms=0" \
+			"$life_fasttimed" --page "$life_served_dir/page" \
+			>"$life_served_dir/log" 2>&1 &
+		life_served_pid=$!
+		life_served_waited=0
+		while test ! -f "$life_served_dir/page" && kill -0 "$life_served_pid" 2>/dev/null &&
+			test "$life_served_waited" -lt 1200; do
+			sleep 0.05
+			life_served_waited=$((life_served_waited + 1))
+		done
+		if test ! -f "$life_served_dir/page"; then
+			echo "fasttimed published no page:"
+			sed 's/^/    /' "$life_served_dir/log"
+			kill -KILL "$life_served_pid" 2>/dev/null
+			wait "$life_served_pid"
+			rm -rf "$life_served_dir"
+			return 99
+		fi
+		(
+			FASTTIME_PAGE=$life_served_dir/page
+			LIFE_TAP_SHARED=$life_served_dir/tap
+			LIFE_SERVED=1
+			export FASTTIME_PAGE LIFE_TAP_SHARED LIFE_SERVED
+			life_run "$@"
+		)
+		life_served_rc=$?
+		# A test that ended with the gate closed would leave the
+		# service's thread held, and its SIGTERM waiting for it: the gate
+		# opens first (the first two bytes of tap.c's struct tap_state).
+		dd if=/dev/zero of="$life_served_dir/tap" bs=1 count=2 conv=notrunc 2>/dev/null
+		kill -TERM "$life_served_pid"
+		wait "$life_served_pid"
+		life_served_status=$?
+		if test "$life_served_status" != 0; then
+			echo "fasttimed ended with status $life_served_status:"
+			sed 's/^/    /' "$life_served_dir/log"
+			test "$life_served_rc" != 0 || life_served_rc=1
+		fi
+		rm -rf "$life_served_dir"
+		test "$life_served_rc" != 75 || echo "note: not served at start (attempt $life_served_attempt)"
+	done
+	return "$life_served_rc"
+}
+
+# Runs $life_runner (life_run, or life_run_served) NAME [ARGS] once in
+# each reading this machine can take: ordered (rdtscp where the CPU advertises it, else lfence; rdtsc with the
 # rseq CPU id), relaxed (rdtsc with the rseq CPU id), ordered with rdtscp
 # hidden (lfence; rdtsc) where the CPU has rdtscp, relaxed with glibc's
 # rseq off (the CPU id from getcpu), and ordered and relaxed without
@@ -85,7 +148,7 @@ life_run_each_reading() {
 				;;
 			esac
 			export FASTTIME_MODE
-			life_run "$@"
+			${life_runner:-life_run} "$@"
 		)
 		life_rc=$?
 		case $life_rc in

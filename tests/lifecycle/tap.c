@@ -17,18 +17,28 @@
  * that run a little ahead of what libc answers the readers). CLOCK_BOOTTIME and CLOCK_TAI move
  * as a kernel moves them: BOOTTIME with CLOCK_MONOTONIC plus the suspends, TAI with
  * CLOCK_REALTIME, each keeping its kernel's distance from that clock. An absolute CLOCK_REALTIME
- * sleep follows the tap's clock, as the kernel's follows a real step. */
+ * sleep follows the tap's clock, as the kernel's follows a real step.
+ *
+ * Where LIFE_TAP_SHARED names a file, the gate and the moves live there,
+ * shared by every process whose tap names it: a calibration service run
+ * with the tap and the processes it serves (tests/lifecycle/life.sh,
+ * life_run_served). */
 #include "config.h"
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
 #include <sched.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/time.h>
 #include <time.h>
+#include <unistd.h>
 
 #define TAP_EXPORT __attribute__((visibility("default")))
 
@@ -58,17 +68,91 @@ TAP_EXPORT uint64_t life_tap_calls(void)
 	return tap_calls;
 }
 
-static bool tap_gate_closed;
-/* The gate holds only a thread pinned to one CPU (one visiting a CPU in a
- * round). */
-static bool tap_gate_visits_only;
-static unsigned tap_held;
+/* What the tap's gate and its moves of the clock are: in this process
+ * alone, or, where LIFE_TAP_SHARED names a file, in that file, mapped by
+ * every process that names it. A calibration service and the processes it
+ * serves then see one kernel clock move, as they would see a real one, and
+ * a reader's hold stops the service's refresh thread. */
+struct tap_state {
+	bool gate_closed;
+	/* The gate holds only a thread pinned to one CPU (one visiting a
+	 * CPU in a round). */
+	bool gate_visits_only;
+	unsigned held; /* threads the gate holds now */
+	/* How the tap moves the kernel's clock (all 0: it does not). The
+	 * realtime shift (steps and suspends) moves CLOCK_REALTIME and
+	 * CLOCK_TAI, the suspend shift CLOCK_BOOTTIME. */
+	int64_t realtime_shift_ns;
+	int64_t suspend_shift_ns;
+	uint64_t read_cost_ns;
+	int64_t refresh_lead_ns;
+	/* A slew: from raw monotonic time slew_base_ns on, the clocks gain
+	 * slew_ppm parts per million, on top of slew_carried_ns gained by
+	 * earlier slews. Written under a sequence count: readers in other
+	 * threads (and processes) retry a torn read. */
+	unsigned slew_sequence;
+	int64_t slew_ppm, slew_carried_ns;
+	uint64_t slew_base_ns;
+};
+
+static struct tap_state tap_private_state;
+static struct tap_state *tap_shared_state;
+
+/* The file LIFE_TAP_SHARED names, mapped (made, zeroed, where it is new);
+ * a test that asked for it and cannot have it must not run on a private
+ * state that no other process sees. */
+static struct tap_state *tap_map_shared(const char *path)
+{
+	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	struct stat st;
+	void *map = MAP_FAILED;
+
+	if (fd >= 0 && fstat(fd, &st) == 0 &&
+	    (st.st_size >= (off_t)sizeof(struct tap_state) ||
+	     ftruncate(fd, sizeof(struct tap_state)) == 0))
+		map = mmap(NULL, sizeof(struct tap_state), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (fd >= 0)
+		close(fd);
+	if (map == MAP_FAILED) {
+		static const char why[] = "liblifetap: cannot map LIFE_TAP_SHARED\n";
+
+		if (write(2, why, sizeof why - 1) < 0) {
+			/* about to abort anyway */
+		}
+		abort();
+	}
+	return map;
+}
+
+/* The state this process reads and writes: found at the first call (the
+ * library's constructor may come before ours). */
+static struct tap_state *tap_state(void)
+{
+	struct tap_state *state = __atomic_load_n(&tap_shared_state, __ATOMIC_ACQUIRE);
+	struct tap_state *expected = NULL;
+	const char *path;
+	int saved;
+
+	if (state != NULL)
+		return state;
+	saved = errno;
+	path = getenv("LIFE_TAP_SHARED");
+	state = path != NULL && *path != '\0' ? tap_map_shared(path) : &tap_private_state;
+	if (!__atomic_compare_exchange_n(&tap_shared_state, &expected, state, false,
+					 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+		if (state != &tap_private_state)
+			munmap(state, sizeof *state);
+		state = expected;
+	}
+	errno = saved;
+	return state;
+}
 
 /* Closes or opens the gate for the refresh thread. */
 TAP_EXPORT void life_tap_hold_refresh(bool hold);
 TAP_EXPORT void life_tap_hold_refresh(bool hold)
 {
-	__atomic_store_n(&tap_gate_closed, hold, __ATOMIC_RELEASE);
+	__atomic_store_n(&tap_state()->gate_closed, hold, __ATOMIC_RELEASE);
 }
 
 /* Closes or opens the gate for the refresh thread while it visits a CPU:
@@ -77,8 +161,8 @@ TAP_EXPORT void life_tap_hold_refresh(bool hold)
 TAP_EXPORT void life_tap_hold_refresh_visiting(bool hold);
 TAP_EXPORT void life_tap_hold_refresh_visiting(bool hold)
 {
-	__atomic_store_n(&tap_gate_visits_only, hold, __ATOMIC_RELEASE);
-	__atomic_store_n(&tap_gate_closed, hold, __ATOMIC_RELEASE);
+	__atomic_store_n(&tap_state()->gate_visits_only, hold, __ATOMIC_RELEASE);
+	__atomic_store_n(&tap_state()->gate_closed, hold, __ATOMIC_RELEASE);
 }
 
 /* Whether the calling thread may run on one CPU only. */
@@ -93,7 +177,7 @@ static bool tap_pinned(void)
 TAP_EXPORT unsigned life_tap_held(void);
 TAP_EXPORT unsigned life_tap_held(void)
 {
-	return __atomic_load_n(&tap_held, __ATOMIC_ACQUIRE);
+	return __atomic_load_n(&tap_state()->held, __ATOMIC_ACQUIRE);
 }
 
 /* While the gate is closed, the refresh thread waits here; others pass. */
@@ -102,34 +186,26 @@ static void tap_gate(void)
 	char name[16] = "";
 	int saved;
 
-	if (!__atomic_load_n(&tap_gate_closed, __ATOMIC_ACQUIRE))
+	if (!__atomic_load_n(&tap_state()->gate_closed, __ATOMIC_ACQUIRE))
 		return;
 	saved = errno;
 	if (prctl(PR_GET_NAME, name) == 0 && strcmp(name, "fasttime") == 0 &&
-	    (!__atomic_load_n(&tap_gate_visits_only, __ATOMIC_ACQUIRE) || tap_pinned())) {
+	    (!__atomic_load_n(&tap_state()->gate_visits_only, __ATOMIC_ACQUIRE) || tap_pinned())) {
 		struct timespec ms = { 0, 1000000 };
 
-		__atomic_add_fetch(&tap_held, 1, __ATOMIC_ACQ_REL);
-		while (__atomic_load_n(&tap_gate_closed, __ATOMIC_ACQUIRE))
+		__atomic_add_fetch(&tap_state()->held, 1, __ATOMIC_ACQ_REL);
+		while (__atomic_load_n(&tap_state()->gate_closed, __ATOMIC_ACQUIRE))
 			nanosleep(&ms, NULL);
-		__atomic_sub_fetch(&tap_held, 1, __ATOMIC_ACQ_REL);
+		__atomic_sub_fetch(&tap_state()->held, 1, __ATOMIC_ACQ_REL);
 	}
 	errno = saved;
 }
-
-/* How the tap moves the kernel's clock (all 0: it does not). The
- * realtime shift (steps and suspends) moves CLOCK_REALTIME and CLOCK_TAI,
- * the suspend shift CLOCK_BOOTTIME. */
-static int64_t tap_realtime_shift_ns;
-static int64_t tap_suspend_shift_ns;
-static uint64_t tap_read_cost_ns;
-static int64_t tap_refresh_lead_ns;
 
 /* Adds ns to every CLOCK_REALTIME answer from now on: the clock is set. */
 TAP_EXPORT void life_tap_set_realtime(int64_t ns);
 TAP_EXPORT void life_tap_set_realtime(int64_t ns)
 {
-	__atomic_add_fetch(&tap_realtime_shift_ns, ns, __ATOMIC_ACQ_REL);
+	__atomic_add_fetch(&tap_state()->realtime_shift_ns, ns, __ATOMIC_ACQ_REL);
 }
 
 /* A resume after ns of suspend: from now on CLOCK_BOOTTIME, CLOCK_REALTIME
@@ -140,8 +216,8 @@ TAP_EXPORT void life_tap_set_realtime(int64_t ns)
 TAP_EXPORT void life_tap_suspend(int64_t ns);
 TAP_EXPORT void life_tap_suspend(int64_t ns)
 {
-	__atomic_add_fetch(&tap_suspend_shift_ns, ns, __ATOMIC_ACQ_REL);
-	__atomic_add_fetch(&tap_realtime_shift_ns, ns, __ATOMIC_ACQ_REL);
+	__atomic_add_fetch(&tap_state()->suspend_shift_ns, ns, __ATOMIC_ACQ_REL);
+	__atomic_add_fetch(&tap_state()->realtime_shift_ns, ns, __ATOMIC_ACQ_REL);
 }
 
 /* Makes every clock_gettime through the tap take at least ns more, half
@@ -149,22 +225,15 @@ TAP_EXPORT void life_tap_suspend(int64_t ns)
 TAP_EXPORT void life_tap_slow_reads(uint64_t ns);
 TAP_EXPORT void life_tap_slow_reads(uint64_t ns)
 {
-	__atomic_store_n(&tap_read_cost_ns, ns, __ATOMIC_RELEASE);
+	__atomic_store_n(&tap_state()->read_cost_ns, ns, __ATOMIC_RELEASE);
 }
 
 /* Puts the refresh thread's clocks ns ahead of everyone else's. */
 TAP_EXPORT void life_tap_lead_refresh(int64_t ns);
 TAP_EXPORT void life_tap_lead_refresh(int64_t ns)
 {
-	__atomic_store_n(&tap_refresh_lead_ns, ns, __ATOMIC_RELEASE);
+	__atomic_store_n(&tap_state()->refresh_lead_ns, ns, __ATOMIC_RELEASE);
 }
-
-/* A slew: from raw monotonic time base_ns on, the clocks gain ppm parts
- * per million, on top of carried_ns gained by earlier slews. Written under
- * a sequence count: readers in other threads retry a torn read. */
-static unsigned tap_slew_sequence;
-static int64_t tap_slew_ppm, tap_slew_carried_ns;
-static uint64_t tap_slew_base_ns;
 
 /* libc's own CLOCK_MONOTONIC, in ns. */
 static uint64_t tap_raw_monotonic_ns(void)
@@ -181,16 +250,16 @@ static uint64_t tap_raw_monotonic_ns(void)
 static int64_t tap_slew_shift(uint64_t raw_ns)
 {
 	for (;;) {
-		unsigned before = __atomic_load_n(&tap_slew_sequence, __ATOMIC_ACQUIRE);
+		unsigned before = __atomic_load_n(&tap_state()->slew_sequence, __ATOMIC_ACQUIRE);
 		/* Acquire loads keep the second read of the count after them
 		 * (ThreadSanitizer supports no standalone fence). */
-		int64_t ppm = __atomic_load_n(&tap_slew_ppm, __ATOMIC_ACQUIRE);
-		int64_t carried = __atomic_load_n(&tap_slew_carried_ns, __ATOMIC_ACQUIRE);
-		uint64_t base = __atomic_load_n(&tap_slew_base_ns, __ATOMIC_ACQUIRE);
+		int64_t ppm = __atomic_load_n(&tap_state()->slew_ppm, __ATOMIC_ACQUIRE);
+		int64_t carried = __atomic_load_n(&tap_state()->slew_carried_ns, __ATOMIC_ACQUIRE);
+		uint64_t base = __atomic_load_n(&tap_state()->slew_base_ns, __ATOMIC_ACQUIRE);
 		int64_t since = raw_ns > base ? (int64_t)(raw_ns - base) : 0;
 
 		if ((before & 1) == 0 &&
-		    __atomic_load_n(&tap_slew_sequence, __ATOMIC_ACQUIRE) == before)
+		    __atomic_load_n(&tap_state()->slew_sequence, __ATOMIC_ACQUIRE) == before)
 			return carried + since / 1000000 * ppm + since % 1000000 * ppm / 1000000;
 	}
 }
@@ -203,18 +272,18 @@ TAP_EXPORT void life_tap_slew(int64_t ppm)
 	uint64_t now = tap_raw_monotonic_ns();
 	int64_t carried = tap_slew_shift(now);
 
-	__atomic_add_fetch(&tap_slew_sequence, 1, __ATOMIC_ACQ_REL);
-	__atomic_store_n(&tap_slew_carried_ns, carried, __ATOMIC_RELEASE);
-	__atomic_store_n(&tap_slew_base_ns, now, __ATOMIC_RELEASE);
-	__atomic_store_n(&tap_slew_ppm, ppm, __ATOMIC_RELEASE);
-	__atomic_add_fetch(&tap_slew_sequence, 1, __ATOMIC_ACQ_REL);
+	__atomic_add_fetch(&tap_state()->slew_sequence, 1, __ATOMIC_ACQ_REL);
+	__atomic_store_n(&tap_state()->slew_carried_ns, carried, __ATOMIC_RELEASE);
+	__atomic_store_n(&tap_state()->slew_base_ns, now, __ATOMIC_RELEASE);
+	__atomic_store_n(&tap_state()->slew_ppm, ppm, __ATOMIC_RELEASE);
+	__atomic_add_fetch(&tap_state()->slew_sequence, 1, __ATOMIC_ACQ_REL);
 }
 
 /* What the slews add to an answer read when libc's CLOCK_MONOTONIC read
  * raw_ns (0: now). */
 static int64_t tap_slew_at(uint64_t raw_ns)
 {
-	if (__atomic_load_n(&tap_slew_sequence, __ATOMIC_ACQUIRE) == 0)
+	if (__atomic_load_n(&tap_state()->slew_sequence, __ATOMIC_ACQUIRE) == 0)
 		return 0;
 	return tap_slew_shift(raw_ns != 0 ? raw_ns : tap_raw_monotonic_ns());
 }
@@ -252,11 +321,11 @@ static int64_t tap_shift_at(clockid_t id, uint64_t raw_ns)
 	if (!tap_moves(id))
 		return 0;
 	if (id == CLOCK_REALTIME || id == CLOCK_TAI)
-		shift += __atomic_load_n(&tap_realtime_shift_ns, __ATOMIC_ACQUIRE);
+		shift += __atomic_load_n(&tap_state()->realtime_shift_ns, __ATOMIC_ACQUIRE);
 	if (id == CLOCK_BOOTTIME)
-		shift += __atomic_load_n(&tap_suspend_shift_ns, __ATOMIC_ACQUIRE);
-	if (__atomic_load_n(&tap_refresh_lead_ns, __ATOMIC_ACQUIRE) != 0 && tap_in_refresh_thread())
-		shift += __atomic_load_n(&tap_refresh_lead_ns, __ATOMIC_ACQUIRE);
+		shift += __atomic_load_n(&tap_state()->suspend_shift_ns, __ATOMIC_ACQUIRE);
+	if (__atomic_load_n(&tap_state()->refresh_lead_ns, __ATOMIC_ACQUIRE) != 0 && tap_in_refresh_thread())
+		shift += __atomic_load_n(&tap_state()->refresh_lead_ns, __ATOMIC_ACQUIRE);
 	shift += tap_slew_at(raw_ns);
 	return shift;
 }
@@ -399,7 +468,7 @@ static int tap_read(clockid_t id, struct timespec *ts)
 {
 	int (*next)(clockid_t, struct timespec *) = (int (*)(clockid_t, struct timespec *))tap_next(
 	    &tap_clock_gettime_next, "clock_gettime");
-	uint64_t cost = __atomic_load_n(&tap_read_cost_ns, __ATOMIC_ACQUIRE);
+	uint64_t cost = __atomic_load_n(&tap_state()->read_cost_ns, __ATOMIC_ACQUIRE);
 	uint64_t raw = 0;
 	int64_t shift;
 	int rc;
