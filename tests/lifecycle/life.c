@@ -437,7 +437,8 @@ void life_require_fast(void)
 			exit(LIFE_EXIT_NOT_SERVED);
 		}
 		if (life_served())
-			life_say("served by a calibration service's page: no thread of the library's");
+			life_say(
+			    "served by a calibration service's page: no thread of the library's");
 		return;
 	}
 	if (!life_forced())

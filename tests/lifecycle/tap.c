@@ -110,7 +110,8 @@ static struct tap_state *tap_map_shared(const char *path)
 	if (fd >= 0 && fstat(fd, &st) == 0 &&
 	    (st.st_size >= (off_t)sizeof(struct tap_state) ||
 	     ftruncate(fd, sizeof(struct tap_state)) == 0))
-		map = mmap(NULL, sizeof(struct tap_state), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		map =
+		    mmap(NULL, sizeof(struct tap_state), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (fd >= 0)
 		close(fd);
 	if (map == MAP_FAILED) {
@@ -324,7 +325,8 @@ static int64_t tap_shift_at(clockid_t id, uint64_t raw_ns)
 		shift += __atomic_load_n(&tap_state()->realtime_shift_ns, __ATOMIC_ACQUIRE);
 	if (id == CLOCK_BOOTTIME)
 		shift += __atomic_load_n(&tap_state()->suspend_shift_ns, __ATOMIC_ACQUIRE);
-	if (__atomic_load_n(&tap_state()->refresh_lead_ns, __ATOMIC_ACQUIRE) != 0 && tap_in_refresh_thread())
+	if (__atomic_load_n(&tap_state()->refresh_lead_ns, __ATOMIC_ACQUIRE) != 0 &&
+	    tap_in_refresh_thread())
 		shift += __atomic_load_n(&tap_state()->refresh_lead_ns, __ATOMIC_ACQUIRE);
 	shift += tap_slew_at(raw_ns);
 	return shift;
