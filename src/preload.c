@@ -97,15 +97,19 @@ static void preload_slow_path_start(void)
 
 /* What a slow path does when the TSC could not answer, before it asks
  * libc: a process made without fork() has no refresh thread, and its lines
- * have gone stale; it is found here, and gets its thread. So does a served
- * process whose service has stopped renewing its page. A refresh thread
+ * have gone stale; it is found here, and gets its thread. A served process
+ * whose service has stopped renewing its page looks for one started in
+ * its place, and gets a thread of its own when none has come in time. A refresh thread
  * stuck on a CPU it cannot run on is moved back from here. */
 static void preload_tsc_did_not_answer(void)
 {
 	if (__builtin_expect(__atomic_load_n(&refresh_state, __ATOMIC_RELAXED) == REFRESH_SERVED,
-			     0) &&
-	    service_page_abandoned())
-		refresh_leave_service(SERVICE_PAGE_ABANDONED_WHY);
+			     0)) {
+		if (service_page_abandoned())
+			refresh_leave_service(SERVICE_PAGE_ABANDONED_WHY);
+		else
+			refresh_look_for_service_again();
+	}
 	refresh_check_process();
 	refresh_ensure_started();
 	placement_free_stuck_thread();

@@ -123,6 +123,22 @@ bool refresh_leave_service(const char *why)
 	return true;
 }
 
+void refresh_look_for_service_again(void)
+{
+	struct service_page_look look;
+	char path[PATH_MAX];
+	int saved_errno = errno;
+
+	/* Under a seccomp filter a stat or an open may kill the process. */
+	if (__atomic_load_n(&refresh_state, __ATOMIC_ACQUIRE) != REFRESH_SERVED ||
+	    refresh.served_under_filter || !sandbox_thread_allowed())
+		return;
+	if (service_page_look_again(path, &look))
+		debug_log("calibration served again, by the page %s (service pid %d): no thread",
+			  path, (int)look.header.service_pid);
+	errno = saved_errno;
+}
+
 static bool refresh_stop_asked(void)
 {
 	return __atomic_load_n(&refresh.stop_word, __ATOMIC_ACQUIRE) != 0;

@@ -34,6 +34,10 @@ void refresh_serve(const struct settings *settings);
  * starts this process's own thread. why is for FASTTIME_DEBUG. False when
  * the process was not served, or another caller is leaving. errno kept. */
 bool refresh_leave_service(const char *why);
+/* A served process whose page is stale looks for a service started in
+ * its service's place, now and then (service_page_look_again), and is
+ * served by it from then on: one debug line says so. */
+void refresh_look_for_service_again(void);
 
 /* Starts the thread unless it runs, has failed or is not wanted. */
 void refresh_start(void);

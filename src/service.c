@@ -5,6 +5,7 @@
 
 #include <stdio.h>
 
+#include "cpu.h"
 #include "refresh.h"
 #include "table.h"
 #include "verdict.h"
@@ -47,12 +48,14 @@ bool service_running(void)
 void service_stop(struct service_page_writer *page)
 {
 	/* Stopped as for a restart, which leaves the entry points' flags as
-	 * they are: a reader then tries the lines, finds them stale, asks libc
-	 * (clamped to what its thread was given from the page) and, the page
-	 * stale since long before (its validity starts at 0), leaves it for
-	 * a thread of its own (service_page_abandoned). Flags cleared would
-	 * send every call straight to libc, and no reader would ever leave. */
+	 * they are: a reader then tries the lines, finds them stale from now,
+	 * asks libc (clamped to what its thread was given from the page),
+	 * looks for a service started in this one's place (a restart:
+	 * service_page_look_again), and, when none has come once the page
+	 * has been stale for SERVICE_PAGE_ABANDON_NS, leaves it for a thread
+	 * of its own (service_page_abandoned). Flags cleared would send every
+	 * call straight to libc, and no reader would ever leave. */
 	refresh_stop(REFRESH_STOP_RESTART);
-	table_set_validity(0, 0);
+	table_set_validity(cpu_rdtsc(), 0);
 	service_page_remove(page);
 }

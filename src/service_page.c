@@ -27,6 +27,23 @@
  * service has withdrawn every line. */
 static uint64_t service_page_rate;
 
+/* Where the page that serves this process was found, which file it was,
+ * and what it was judged for: a reader looks there again while its page
+ * is stale (service_page_look_again). */
+static char service_page_served_path[PATH_MAX];
+static dev_t service_page_served_device;
+static ino_t service_page_served_inode;
+static struct service_page_expect service_page_served_expect;
+/* When the next look may be, in TSC ticks. */
+static uint64_t service_page_next_look_tsc;
+/* The last file a look refused: not judged again while it stays there. */
+static dev_t service_page_refused_device;
+static ino_t service_page_refused_inode;
+/* Taken, never waited for, by whoever changes what is mapped over the
+ * table once the process runs (a look again, a leave): another caller
+ * (a thread beside it, a signal handler) finds it taken and goes on. */
+static bool service_page_remapping;
+
 /* A TSC between 1 and 20 GHz: a line's slope (ns per tick, as a 64-bit
  * fraction) is then below 1 and above 1/20. A slope of 1 or more cannot
  * be written in the record at all. */
@@ -308,6 +325,41 @@ static const char *service_page_judge_file(const struct stat *st,
 	return NULL;
 }
 
+/* Maps the page file fd (st), which serves, over the table, read-only;
+ * NULL when done, else why not. A process served before (its table is
+ * read-only) first maps an empty page there, also read-only: a thread
+ * reading meanwhile may still have the old page's line in its TLB while
+ * it faults the new page's validity in, and must never pair the two. */
+static const char *service_page_attach(int fd, const struct stat *st, const char *path,
+				       const struct service_page_expect *expect, uint64_t rate)
+{
+	bool again = __atomic_load_n(&table_read_only, __ATOMIC_ACQUIRE);
+
+	/* Before the mapping: from now on no writer may touch the table. */
+	__atomic_store_n(&table_read_only, true, __ATOMIC_RELEASE);
+	if (again && mmap(&table_page, SERVICE_PAGE_SIZE, PROT_READ,
+			  MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) == MAP_FAILED)
+		return "cannot be mapped over the table";
+	if (mmap(&table_page, SERVICE_PAGE_SIZE, PROT_READ, MAP_SHARED | MAP_FIXED, fd, 0) ==
+	    MAP_FAILED) {
+		/* The kernel may have unmapped the table already. Never served
+		 * before, it becomes this process's own again, empty, as it
+		 * was; served before, it stays read-only and empty, so the
+		 * process finds it abandoned and leaves it. */
+		if (mmap(&table_page, SERVICE_PAGE_SIZE, again ? PROT_READ : PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) != MAP_FAILED &&
+		    !again)
+			__atomic_store_n(&table_read_only, false, __ATOMIC_RELEASE);
+		return "cannot be mapped over the table";
+	}
+	__atomic_store_n(&service_page_rate, rate, __ATOMIC_RELAXED);
+	snprintf(service_page_served_path, sizeof service_page_served_path, "%s", path);
+	service_page_served_device = st->st_dev;
+	service_page_served_inode = st->st_ino;
+	service_page_served_expect = *expect;
+	return NULL;
+}
+
 void service_page_look_at(const char *path, const struct service_page_expect *expect, bool attach,
 			  struct service_page_look *look)
 {
@@ -344,20 +396,8 @@ void service_page_look_at(const char *path, const struct service_page_expect *ex
 		service_page_time_namespace(&here.time_ns_device, &here.time_ns_inode);
 	look->refused = service_page_judge_by_line(view, &here, &line);
 	memcpy(&look->header, view->header, sizeof look->header);
-	if (look->refused == NULL && attach) {
-		service_page_rate = line->mult;
-		/* Before the mapping: from now on no writer may touch the table. */
-		__atomic_store_n(&table_read_only, true, __ATOMIC_RELEASE);
-		if (mmap(&table_page, SERVICE_PAGE_SIZE, PROT_READ, MAP_SHARED | MAP_FIXED, fd,
-			 0) == MAP_FAILED) {
-			/* The kernel may have unmapped the table already: it
-			 * becomes this process's own again, empty, as it was. */
-			if (mmap(&table_page, SERVICE_PAGE_SIZE, PROT_READ | PROT_WRITE,
-				 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) != MAP_FAILED)
-				__atomic_store_n(&table_read_only, false, __ATOMIC_RELEASE);
-			look->refused = "cannot be mapped over the table";
-		}
-	}
+	if (look->refused == NULL && attach)
+		look->refused = service_page_attach(fd, &st, path, &here, line->mult);
 	munmap((void *)view, SERVICE_PAGE_SIZE);
 	close(fd);
 }
@@ -398,37 +438,82 @@ bool service_page_find(const struct settings *settings, bool rseq_registered, bo
 
 bool service_page_leave(void)
 {
-	static bool leaving;
-
 	/* One caller maps the table back; another (a thread beside it, a
 	 * signal handler) finds it done or being done, and leaves it be. */
 	if (!__atomic_load_n(&table_read_only, __ATOMIC_ACQUIRE) ||
-	    __atomic_exchange_n(&leaving, true, __ATOMIC_ACQ_REL))
+	    __atomic_exchange_n(&service_page_remapping, true, __ATOMIC_ACQ_REL))
 		return false;
-	if (mmap(&table_page, SERVICE_PAGE_SIZE, PROT_READ | PROT_WRITE,
+	if (!__atomic_load_n(&table_read_only, __ATOMIC_ACQUIRE) ||
+	    mmap(&table_page, SERVICE_PAGE_SIZE, PROT_READ | PROT_WRITE,
 		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) == MAP_FAILED) {
-		__atomic_store_n(&leaving, false, __ATOMIC_RELEASE);
+		__atomic_store_n(&service_page_remapping, false, __ATOMIC_RELEASE);
 		return false;
 	}
+	service_page_served_path[0] = '\0';
 	__atomic_store_n(&table_read_only, false, __ATOMIC_RELEASE);
-	__atomic_store_n(&leaving, false, __ATOMIC_RELEASE);
+	__atomic_store_n(&service_page_remapping, false, __ATOMIC_RELEASE);
 	return true;
 }
 
-bool service_page_abandoned(void)
+/* How long a served process's page has been stale, in ns by its lines'
+ * rate (0: it is fresh, or the process is not served). The page of a
+ * service that ended says stale from its end (service_stop). */
+static uint64_t service_page_stale_ns(uint64_t tsc)
 {
 	const struct table_shared *shared = &table_page.shared;
 	uint64_t valid_from, valid_ticks, stale_ticks;
 	uint64_t mult = __atomic_load_n(&service_page_rate, __ATOMIC_RELAXED);
 
 	if (!__atomic_load_n(&table_read_only, __ATOMIC_ACQUIRE))
-		return false;
+		return 0;
 	valid_from = __atomic_load_n(&shared->valid_from_tsc, __ATOMIC_ACQUIRE);
 	valid_ticks = __atomic_load_n(&shared->valid_ticks, __ATOMIC_ACQUIRE);
-	stale_ticks = cpu_rdtsc() - valid_from;
+	stale_ticks = tsc - valid_from;
 	if (stale_ticks <= valid_ticks)
+		return 0;
+	return clock_mulhi(stale_ticks - valid_ticks, mult);
+}
+
+bool service_page_abandoned(void)
+{
+	return service_page_stale_ns(cpu_rdtsc()) > SERVICE_PAGE_ABANDON_NS;
+}
+
+bool service_page_look_again(char path[PATH_MAX], struct service_page_look *look)
+{
+	uint64_t tsc = cpu_rdtsc();
+	uint64_t next = __atomic_load_n(&service_page_next_look_tsc, __ATOMIC_RELAXED);
+	uint64_t mult = __atomic_load_n(&service_page_rate, __ATOMIC_RELAXED);
+	uint64_t period_ticks;
+	struct stat st;
+	bool served = false;
+
+	if ((int64_t)(tsc - next) < 0 || mult == 0 ||
+	    service_page_stale_ns(tsc) < SERVICE_PAGE_LOOK_AGAIN_NS)
 		return false;
-	return clock_mulhi(stale_ticks - valid_ticks, mult) > SERVICE_PAGE_ABANDON_NS;
+	/* Ticks for the period: ns / (mult / 2^64); mult is a line's slope,
+	 * below 1 ns per tick, so the quotient fits. */
+	period_ticks = (uint64_t)(((unsigned __int128)SERVICE_PAGE_LOOK_AGAIN_NS << 64) / mult);
+	if (!__atomic_compare_exchange_n(&service_page_next_look_tsc, &next, tsc + period_ticks,
+					 false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED) ||
+	    __atomic_exchange_n(&service_page_remapping, true, __ATOMIC_ACQ_REL))
+		return false;
+	/* Under the flag: a leave may have come between. */
+	if (__atomic_load_n(&table_read_only, __ATOMIC_ACQUIRE) &&
+	    service_page_served_path[0] != '\0' && stat(service_page_served_path, &st) == 0 &&
+	    (st.st_dev != service_page_served_device || st.st_ino != service_page_served_inode) &&
+	    (st.st_dev != service_page_refused_device || st.st_ino != service_page_refused_inode)) {
+		memcpy(path, service_page_served_path, PATH_MAX);
+		service_page_look_at(path, &service_page_served_expect, true, look);
+		served = look->refused == NULL;
+		if (!served) {
+			service_page_refused_device = st.st_dev;
+			service_page_refused_inode = st.st_ino;
+			debug_log("not served by the page %s: %s", path, look->refused);
+		}
+	}
+	__atomic_store_n(&service_page_remapping, false, __ATOMIC_RELEASE);
+	return served;
 }
 
 bool service_page_same_time_namespace(void)

@@ -47,6 +47,11 @@
 #define SERVICE_PAGE_ABANDON_NS	     (SERVICE_PAGE_ABANDON_SECONDS * 1000000000ull)
 #define SERVICE_PAGE_QUOTE(x)	     #x
 #define SERVICE_PAGE_TEXT(x)	     SERVICE_PAGE_QUOTE(x)
+/* A served process whose page has been stale this long looks at its path
+ * again, at most this often, for a service started in the place of its
+ * own (a restart): a new page there serves it from then on, with no
+ * thread of ours (service_page_look_again). */
+#define SERVICE_PAGE_LOOK_AGAIN_NS 200000000ull
 /* The reason a reader gives for leaving such a page, for FASTTIME_DEBUG. */
 #define SERVICE_PAGE_ABANDONED_WHY                                                                 \
 	"the calibration service's page has been stale for " SERVICE_PAGE_TEXT(                    \
@@ -137,9 +142,19 @@ bool service_page_leave(void);
 
 /* For a served process whose lines did not answer: true once the page has
  * been stale for SERVICE_PAGE_ABANDON_NS, by its own lines' rate (its
- * service stopped, or died, or was replaced by another, whose new page
- * this process cannot see). Loads and one TSC read. */
+ * service stopped, or died, or was replaced by another whose page did not
+ * serve this process in time). Loads and one TSC read. */
 bool service_page_abandoned(void);
+
+/* For a served process whose lines did not answer: once its page has been
+ * stale for SERVICE_PAGE_LOOK_AGAIN_NS, and at most that often, one
+ * caller at a time looks at the path it was served from. Where another
+ * file is there (a service started in the place of a stopped or dead
+ * one), it is judged as at start and, where it serves, mapped over the
+ * table in place of the old page: the process is served by it from then
+ * on. True when it is (path and look then say by which page); otherwise
+ * cheap: loads and a TSC read, a stat(2) once per look. */
+bool service_page_look_again(char path[PATH_MAX], struct service_page_look *look);
 
 /* The service's side. */
 struct service_page_writer {
