@@ -469,7 +469,10 @@ static uint64_t service_page_stale_ns(uint64_t tsc)
 	valid_from = __atomic_load_n(&shared->valid_from_tsc, __ATOMIC_ACQUIRE);
 	valid_ticks = __atomic_load_n(&shared->valid_ticks, __ATOMIC_ACQUIRE);
 	stale_ticks = tsc - valid_from;
-	if (stale_ticks <= valid_ticks)
+	/* A counter a little behind the service's CPU's, read just after
+	 * its validity began (a stopped service's: now, ticks 0), is not
+	 * stale by 2^64 ticks. */
+	if (stale_ticks <= valid_ticks || (int64_t)stale_ticks < 0)
 		return 0;
 	return clock_mulhi(stale_ticks - valid_ticks, mult);
 }
