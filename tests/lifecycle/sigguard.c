@@ -808,6 +808,14 @@ static void sigguard_probes(void)
 
 	unsigned failed = 0;
 
+	/* This process's own refresh thread runs before the first fork: one
+	 * starting meanwhile (the watchdog's first time call starts it) holds
+	 * AddressSanitizer's allocator lock while it sets itself up, and GCC
+	 * 12's runtime does not take that lock around fork(): a child forked
+	 * then inherits it held, and its own refresh thread waits on it for
+	 * ever (seen: 5 runs of 5 on one machine, in the first child). */
+	life_mono_ns();
+	life_wait_refresh_thread();
 	/* Each run says how it went: both are worth knowing. */
 	for (unsigned r = 0; r < sizeof runs / sizeof runs[0]; r++) {
 		pid_t pid = sigguard_fork();
