@@ -140,7 +140,7 @@ PRELOAD_NAMESPACE_EXPORT int unshare(int flags)
 	/* The children it starts now live in another time namespace: the
 	 * page's lines tell the time of this one. */
 	if (rc == 0 && (flags & CLONE_NEWTIME)) {
-		refresh_leave_service("unshare(CLONE_NEWTIME)");
+		refresh_leave_service("unshare(CLONE_NEWTIME)", false);
 		refresh_note_new_time_namespace_for_children();
 	}
 	return rc;
@@ -165,6 +165,6 @@ PRELOAD_NAMESPACE_EXPORT int setns(int fd, int nstype)
 	 * the page's lines tell the time of the old one. setns into one needs
 	 * a lone thread: no other thread reads the page meanwhile. */
 	if (rc == 0 && (nstype == 0 || (nstype & CLONE_NEWTIME)))
-		refresh_leave_service("setns into a time namespace");
+		refresh_leave_service("setns into a time namespace", false);
 	return rc;
 }

@@ -102,13 +102,14 @@ void refresh_serve(const struct settings *settings)
 	refresh_set_state(REFRESH_SERVED);
 }
 
-bool refresh_leave_service(const char *why)
+bool refresh_leave_service(const char *why, bool only_if_abandoned)
 {
 	int served = REFRESH_SERVED;
 	int saved_errno = errno;
 
 	if (__atomic_load_n(&refresh_state, __ATOMIC_ACQUIRE) != REFRESH_SERVED ||
-	    refresh.served_under_filter || !sandbox_thread_allowed() || !service_page_leave()) {
+	    refresh.served_under_filter || !sandbox_thread_allowed() ||
+	    !service_page_leave(only_if_abandoned)) {
 		errno = saved_errno;
 		return false;
 	}
@@ -125,17 +126,18 @@ bool refresh_leave_service(const char *why)
 
 void refresh_look_for_service_again(void)
 {
-	struct service_page_look look;
-	char path[PATH_MAX];
 	int saved_errno = errno;
 
-	/* Under a seccomp filter a stat or an open may kill the process. */
+	/* The cheap gates first; under a seccomp filter a stat or an open
+	 * may kill the process. */
 	if (__atomic_load_n(&refresh_state, __ATOMIC_ACQUIRE) != REFRESH_SERVED ||
-	    refresh.served_under_filter || !sandbox_thread_allowed())
+	    refresh.served_under_filter || !service_page_look_due())
 		return;
-	if (service_page_look_again(path, &look))
-		debug_log("calibration served again, by the page %s (service pid %d): no thread",
-			  path, (int)look.header.service_pid);
+	if (sandbox_thread_allowed() && service_page_look_again())
+		debug_log(
+		    "calibration served again, by the page %s (service pid %d): no thread",
+		    service_page_served(),
+		    (int)((const struct service_page_header *)table_page.header)->service_pid);
 	errno = saved_errno;
 }
 
@@ -472,8 +474,9 @@ void refresh_after_fork_in_child(void)
 	 * time namespace for it by a raw system call, no interposer seeing it
 	 * (one stat of /proc, never under a filter). */
 	if (state == REFRESH_SERVED) {
+		service_page_after_fork_in_child();
 		if (!refresh.served_under_filter && !service_page_same_time_namespace())
-			refresh_leave_service("a fork child in another time namespace");
+			refresh_leave_service("a fork child in another time namespace", false);
 		return;
 	}
 	/* The parent's lines tell the time of the parent's namespace: this

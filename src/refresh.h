@@ -31,9 +31,12 @@ extern __attribute__((visibility("hidden"))) int refresh_state;
 void refresh_serve(const struct settings *settings);
 /* Served no more: the table becomes this process's own again, empty
  * (service_page_leave; readers meanwhile ask libc), and the next time call
- * starts this process's own thread. why is for FASTTIME_DEBUG. False when
- * the process was not served, or another caller is leaving. errno kept. */
-bool refresh_leave_service(const char *why);
+ * starts this process's own thread. why is for FASTTIME_DEBUG. With
+ * only_if_abandoned, only if the page is still abandoned when the leave
+ * holds the table (a look may have found a new page meanwhile). False
+ * when the process was not served, or another caller is leaving. errno
+ * kept. */
+bool refresh_leave_service(const char *why, bool only_if_abandoned);
 /* A served process whose page is stale looks for a service started in
  * its service's place, now and then (service_page_look_again), and is
  * served by it from then on: one debug line says so. */

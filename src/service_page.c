@@ -36,9 +36,6 @@ static ino_t service_page_served_inode;
 static struct service_page_expect service_page_served_expect;
 /* When the next look may be, in TSC ticks. */
 static uint64_t service_page_next_look_tsc;
-/* The last file a look refused: not judged again while it stays there. */
-static dev_t service_page_refused_device;
-static ino_t service_page_refused_inode;
 /* Taken, never waited for, by whoever changes what is mapped over the
  * table once the process runs (a look again, a leave): another caller
  * (a thread beside it, a signal handler) finds it taken and goes on. */
@@ -325,26 +322,28 @@ static const char *service_page_judge_file(const struct stat *st,
 	return NULL;
 }
 
-/* Maps the page file fd (st), which serves, over the table, read-only;
- * NULL when done, else why not. A process served before (its table is
- * read-only) first maps an empty page there, also read-only: a thread
- * reading meanwhile may still have the old page's line in its TLB while
- * it faults the new page's validity in, and must never pair the two. */
-static const char *service_page_attach(int fd, const struct stat *st, const char *path,
-				       const struct service_page_expect *expect, uint64_t rate)
+/* Moves the view of a page that serves (the file st, judged through that
+ * view) over the table, read-only: one mremap, which readers see as the
+ * old table until it is done and the new page from then on; the file is
+ * never mapped again by its descriptor, which another thread of the
+ * program could have closed and reused meanwhile. NULL when done (the view
+ * is then the table), else why not (the view is still the caller's). */
+static const char *service_page_attach(const struct table_page *view, const struct stat *st,
+				       const char *path, const struct service_page_expect *expect,
+				       uint64_t rate)
 {
 	bool again = __atomic_load_n(&table_read_only, __ATOMIC_ACQUIRE);
+	size_t length = strlen(path);
 
+	if (length >= sizeof service_page_served_path)
+		return "a path too long";
 	/* Before the mapping: from now on no writer may touch the table. */
 	__atomic_store_n(&table_read_only, true, __ATOMIC_RELEASE);
-	if (again && mmap(&table_page, SERVICE_PAGE_SIZE, PROT_READ,
-			  MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) == MAP_FAILED)
-		return "cannot be mapped over the table";
-	if (mmap(&table_page, SERVICE_PAGE_SIZE, PROT_READ, MAP_SHARED | MAP_FIXED, fd, 0) ==
-	    MAP_FAILED) {
+	if (mremap((void *)view, SERVICE_PAGE_SIZE, SERVICE_PAGE_SIZE,
+		   MREMAP_MAYMOVE | MREMAP_FIXED, &table_page) == MAP_FAILED) {
 		/* The kernel may have unmapped the table already. Never served
 		 * before, it becomes this process's own again, empty, as it
-		 * was; served before, it stays read-only and empty, so the
+		 * was; served before, it stays read-only, and empty: the
 		 * process finds it abandoned and leaves it. */
 		if (mmap(&table_page, SERVICE_PAGE_SIZE, again ? PROT_READ : PROT_READ | PROT_WRITE,
 			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) != MAP_FAILED &&
@@ -353,11 +352,21 @@ static const char *service_page_attach(int fd, const struct stat *st, const char
 		return "cannot be mapped over the table";
 	}
 	__atomic_store_n(&service_page_rate, rate, __ATOMIC_RELAXED);
-	snprintf(service_page_served_path, sizeof service_page_served_path, "%s", path);
+	/* path may be service_page_served_path itself (a look again). */
+	memmove(service_page_served_path, path, length + 1);
 	service_page_served_device = st->st_dev;
 	service_page_served_inode = st->st_ino;
 	service_page_served_expect = *expect;
 	return NULL;
+}
+
+/* The file's status by a raw system call: open, fstat and close are
+ * cancellation points in libc, and a served reader's look at its page runs
+ * inside the program's time call, where a pending cancellation must not
+ * act (x86-64's struct stat is the kernel's). */
+static int service_page_fstat(int fd, struct stat *st)
+{
+	return (int)raw_syscall(SYS_fstat, fd, (long)st, 0, 0, 0, 0);
 }
 
 void service_page_look_at(const char *path, const struct service_page_expect *expect, bool attach,
@@ -374,32 +383,35 @@ void service_page_look_at(const char *path, const struct service_page_expect *ex
 		look->refused = "this machine's pages are not the table's";
 		return;
 	}
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK);
+	fd = (int)raw_syscall(SYS_openat, AT_FDCWD, (long)path,
+			      O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK, 0, 0, 0);
 	if (fd < 0) {
 		look->refused = errno == ENOENT ? "no page" : "cannot be opened";
 		return;
 	}
 	look->found = true;
-	look->refused =
-	    fstat(fd, &st) != 0 ? "cannot be examined" : service_page_judge_file(&st, expect);
-	if (look->refused != NULL) {
-		close(fd);
+	look->refused = service_page_fstat(fd, &st) != 0 ? "cannot be examined"
+							 : service_page_judge_file(&st, expect);
+	view = look->refused != NULL ? MAP_FAILED
+				     : mmap(NULL, SERVICE_PAGE_SIZE, PROT_READ, MAP_SHARED, fd, 0);
+	/* The mapping keeps the file: the descriptor goes at once. */
+	raw_syscall(SYS_close, fd, 0, 0, 0, 0, 0);
+	if (look->refused != NULL)
 		return;
-	}
-	view = mmap(NULL, SERVICE_PAGE_SIZE, PROT_READ, MAP_SHARED, fd, 0);
 	if (view == MAP_FAILED) {
 		look->refused = "cannot be mapped";
-		close(fd);
 		return;
 	}
 	if (here.time_ns_inode == 0)
 		service_page_time_namespace(&here.time_ns_device, &here.time_ns_inode);
 	look->refused = service_page_judge_by_line(view, &here, &line);
 	memcpy(&look->header, view->header, sizeof look->header);
-	if (look->refused == NULL && attach)
-		look->refused = service_page_attach(fd, &st, path, &here, line->mult);
+	if (look->refused == NULL && attach) {
+		look->refused = service_page_attach(view, &st, path, &here, line->mult);
+		if (look->refused == NULL)
+			return; /* the view is the table now */
+	}
 	munmap((void *)view, SERVICE_PAGE_SIZE);
-	close(fd);
 }
 
 bool service_page_find(const struct settings *settings, bool rseq_registered, bool attach,
@@ -436,14 +448,17 @@ bool service_page_find(const struct settings *settings, bool rseq_registered, bo
 	return false;
 }
 
-bool service_page_leave(void)
+bool service_page_leave(bool only_if_abandoned)
 {
 	/* One caller maps the table back; another (a thread beside it, a
 	 * signal handler) finds it done or being done, and leaves it be. */
 	if (!__atomic_load_n(&table_read_only, __ATOMIC_ACQUIRE) ||
 	    __atomic_exchange_n(&service_page_remapping, true, __ATOMIC_ACQ_REL))
 		return false;
+	/* Under the flag, again: a look may have put a new page in place
+	 * between the caller's judgement and now. */
 	if (!__atomic_load_n(&table_read_only, __ATOMIC_ACQUIRE) ||
+	    (only_if_abandoned && !service_page_abandoned()) ||
 	    mmap(&table_page, SERVICE_PAGE_SIZE, PROT_READ | PROT_WRITE,
 		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) == MAP_FAILED) {
 		__atomic_store_n(&service_page_remapping, false, __ATOMIC_RELEASE);
@@ -455,9 +470,14 @@ bool service_page_leave(void)
 	return true;
 }
 
+/* A counter read on a CPU a little behind the service's, just after the
+ * validity began, is that far from fresh, not 2^64 ticks stale; one
+ * further back than this (a counter reset by a resume) is stale. */
+#define SERVICE_PAGE_SKEW_NS 1000000ull
+
 /* How long a served process's page has been stale, in ns by its lines'
  * rate (0: it is fresh, or the process is not served). The page of a
- * service that ended says stale from its end (service_stop). */
+ * service that ended is stale from its end (service_stop). */
 static uint64_t service_page_stale_ns(uint64_t tsc)
 {
 	const struct table_shared *shared = &table_page.shared;
@@ -469,10 +489,9 @@ static uint64_t service_page_stale_ns(uint64_t tsc)
 	valid_from = __atomic_load_n(&shared->valid_from_tsc, __ATOMIC_ACQUIRE);
 	valid_ticks = __atomic_load_n(&shared->valid_ticks, __ATOMIC_ACQUIRE);
 	stale_ticks = tsc - valid_from;
-	/* A counter a little behind the service's CPU's, read just after
-	 * its validity began (a stopped service's: now, ticks 0), is not
-	 * stale by 2^64 ticks. */
-	if (stale_ticks <= valid_ticks || (int64_t)stale_ticks < 0)
+	if ((int64_t)stale_ticks < 0)
+		return clock_mulhi(valid_from - tsc, mult) < SERVICE_PAGE_SKEW_NS ? 0 : UINT64_MAX;
+	if (stale_ticks <= valid_ticks)
 		return 0;
 	return clock_mulhi(stale_ticks - valid_ticks, mult);
 }
@@ -482,41 +501,63 @@ bool service_page_abandoned(void)
 	return service_page_stale_ns(cpu_rdtsc()) > SERVICE_PAGE_ABANDON_NS;
 }
 
-bool service_page_look_again(char path[PATH_MAX], struct service_page_look *look)
+bool service_page_look_due(void)
 {
 	uint64_t tsc = cpu_rdtsc();
 	uint64_t next = __atomic_load_n(&service_page_next_look_tsc, __ATOMIC_RELAXED);
 	uint64_t mult = __atomic_load_n(&service_page_rate, __ATOMIC_RELAXED);
 	uint64_t period_ticks;
-	struct stat st;
-	bool served = false;
 
-	if ((int64_t)(tsc - next) < 0 || mult == 0 ||
-	    service_page_stale_ns(tsc) < SERVICE_PAGE_LOOK_AGAIN_NS)
+	if (mult == 0 || service_page_stale_ns(tsc) < SERVICE_PAGE_LOOK_AGAIN_NS)
 		return false;
 	/* Ticks for the period: ns / (mult / 2^64); mult is a line's slope,
 	 * below 1 ns per tick, so the quotient fits. */
 	period_ticks = (uint64_t)(((unsigned __int128)SERVICE_PAGE_LOOK_AGAIN_NS << 64) / mult);
-	if (!__atomic_compare_exchange_n(&service_page_next_look_tsc, &next, tsc + period_ticks,
-					 false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED) ||
-	    __atomic_exchange_n(&service_page_remapping, true, __ATOMIC_ACQ_REL))
+	/* Not yet, unless the counter went back beyond a period (a resume
+	 * that reset it): then now. */
+	if ((int64_t)(tsc - next) < 0 && next - tsc <= period_ticks)
+		return false;
+	return __atomic_compare_exchange_n(&service_page_next_look_tsc, &next, tsc + period_ticks,
+					   false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
+}
+
+const char *service_page_served(void)
+{
+	return __atomic_load_n(&table_read_only, __ATOMIC_ACQUIRE) ? service_page_served_path
+								   : NULL;
+}
+
+bool service_page_look_again(void)
+{
+	struct service_page_look look;
+	struct stat st;
+	bool served = false;
+
+	if (__atomic_exchange_n(&service_page_remapping, true, __ATOMIC_ACQ_REL))
 		return false;
 	/* Under the flag: a leave may have come between. */
 	if (__atomic_load_n(&table_read_only, __ATOMIC_ACQUIRE) &&
-	    service_page_served_path[0] != '\0' && stat(service_page_served_path, &st) == 0 &&
-	    (st.st_dev != service_page_served_device || st.st_ino != service_page_served_inode) &&
-	    (st.st_dev != service_page_refused_device || st.st_ino != service_page_refused_inode)) {
-		memcpy(path, service_page_served_path, PATH_MAX);
-		service_page_look_at(path, &service_page_served_expect, true, look);
-		served = look->refused == NULL;
-		if (!served) {
-			service_page_refused_device = st.st_dev;
-			service_page_refused_inode = st.st_ino;
-			debug_log("not served by the page %s: %s", path, look->refused);
-		}
+	    service_page_served_path[0] != '\0' &&
+	    raw_syscall(SYS_newfstatat, AT_FDCWD, (long)service_page_served_path, (long)&st, 0, 0,
+			0) == 0 &&
+	    (st.st_dev != service_page_served_device || st.st_ino != service_page_served_inode)) {
+		service_page_look_at(service_page_served_path, &service_page_served_expect, true,
+				     &look);
+		served = look.refused == NULL;
+		if (!served)
+			debug_log("not served by the page %s: %s", service_page_served_path,
+				  look.refused);
 	}
 	__atomic_store_n(&service_page_remapping, false, __ATOMIC_RELEASE);
 	return served;
+}
+
+void service_page_after_fork_in_child(void)
+{
+	/* A look or a leave in another thread of the parent (or in this one,
+	 * under a handler) happened whole or not at all for the child's
+	 * mapping: the flag it held is nobody's here. */
+	__atomic_store_n(&service_page_remapping, false, __ATOMIC_RELEASE);
 }
 
 bool service_page_same_time_namespace(void)

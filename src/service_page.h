@@ -136,9 +136,11 @@ bool service_page_find(const struct settings *settings, bool rseq_registered, bo
 bool service_page_same_time_namespace(void);
 
 /* A served process about to leave what the page was judged for (another
- * time namespace): the table becomes this process's own again, empty.
- * Readers meanwhile see no line and ask libc. */
-bool service_page_leave(void);
+ * time namespace), or, with only_if_abandoned, a page found abandoned
+ * (judged again here, where no look can put a new page in place
+ * meanwhile): the table becomes this process's own again, empty. Readers
+ * meanwhile see no line and ask libc. */
+bool service_page_leave(bool only_if_abandoned);
 
 /* For a served process whose lines did not answer: true once the page has
  * been stale for SERVICE_PAGE_ABANDON_NS, by its own lines' rate (its
@@ -146,15 +148,26 @@ bool service_page_leave(void);
  * serve this process in time). Loads and one TSC read. */
 bool service_page_abandoned(void);
 
-/* For a served process whose lines did not answer: once its page has been
- * stale for SERVICE_PAGE_LOOK_AGAIN_NS, and at most that often, one
- * caller at a time looks at the path it was served from. Where another
- * file is there (a service started in the place of a stopped or dead
- * one), it is judged as at start and, where it serves, mapped over the
- * table in place of the old page: the process is served by it from then
- * on. True when it is (path and look then say by which page); otherwise
- * cheap: loads and a TSC read, a stat(2) once per look. */
-bool service_page_look_again(char path[PATH_MAX], struct service_page_look *look);
+/* For a served process whose lines did not answer: true, for one caller,
+ * once its page has been stale for SERVICE_PAGE_LOOK_AGAIN_NS and no look
+ * was due to another within that period. Loads, a TSC read, one
+ * compare-and-swap: the cheap gate before service_page_look_again. */
+bool service_page_look_due(void);
+
+/* Looks at the path the page was found at (a stat(2) by a raw system
+ * call, never a cancellation point). Where another file is there (a
+ * service started in the place of a stopped or dead one), it is judged as
+ * at start and, where it serves, moved over the table in place of the old
+ * page: the process is served by it from then on. True when it is. One
+ * caller at a time; another finds the look taken and returns false. */
+bool service_page_look_again(void);
+
+/* The path of the page that serves this process, or NULL. */
+const char *service_page_served(void);
+
+/* In a fork child: a look or a leave the parent had in progress is
+ * nobody's in the child. */
+void service_page_after_fork_in_child(void);
 
 /* The service's side. */
 struct service_page_writer {
