@@ -8,6 +8,7 @@
 
 #include "api_choice.h"
 #include "clock.h"
+#include "libc.h"
 #include "lines.h"
 #include "refresh.h"
 #include "round.h"
@@ -138,6 +139,36 @@ START_TEST(test_refresh_wakes_for_first_line)
 }
 END_TEST
 
+/* A CPU whose line a skipped visit withdrew (a real-time thread owned it)
+ * wakes the thread when its skip ends, not at the schedule; an earlier
+ * schedule stands, and a CPU that still has its line, a skip already over
+ * (the CPU went unvisited) or a last visit that succeeded wake nothing. */
+START_TEST(test_refresh_wakes_when_skip_ends)
+{
+	const uint64_t now = libc_monotonic_ns();
+	const uint64_t scheduled = now + 5000000000ull, skip_end = now + 1000000000ull;
+	struct lines_cpu *c = &lines_cpus[2];
+
+	memset(lines_cpus, 0, sizeof lines_cpus);
+	c->allowed = true;
+	c->withdrawn = true;
+	c->calib.line.mult = 1ull << 63;
+	c->unreachable_backoff_ns = 1000000000ull;
+	c->unreachable_until_ns = skip_end;
+	ck_assert_uint_eq(round_next_deadline(scheduled), skip_end);
+	ck_assert_uint_eq(round_next_deadline(now + 500000000ull), now + 500000000ull);
+	c->withdrawn = false;
+	ck_assert_uint_eq(round_next_deadline(scheduled), scheduled);
+	c->withdrawn = true;
+	c->unreachable_until_ns = now - 1;
+	ck_assert_uint_eq(round_next_deadline(scheduled), scheduled);
+	c->unreachable_until_ns = skip_end;
+	c->unreachable_backoff_ns = 0;
+	ck_assert_uint_eq(round_next_deadline(scheduled), scheduled);
+	memset(lines_cpus, 0, sizeof lines_cpus);
+}
+END_TEST
+
 /* A CPU whose calibration keeps failing answers with libc after 15 s of
  * failures with no success between, not before; a success in between starts
  * the count again. Fake monotonic times; the table is plain memory. */
@@ -194,6 +225,7 @@ Suite *suite_refresh(void)
 	tcase_add_test(tc, test_refresh_start_pending_after_fork);
 	tcase_add_test(tc, test_refresh_stop_without_thread);
 	tcase_add_test(tc, test_refresh_wakes_for_first_line);
+	tcase_add_test(tc, test_refresh_wakes_when_skip_ends);
 	tcase_add_test(tc, test_refresh_drop_after_15_s);
 	tcase_add_test(tc, test_refresh_clamp_after_tsc_answers);
 	suite_add_tcase(s, tc);
