@@ -35,7 +35,10 @@
  * else is as for threads; the figures end with how many threads named
  * fasttime each process had. LIFE_HANDOFF_UNJUDGED=1: the inversions
  * (and mixed ones) are printed, never judged: processes that calibrate
- * alone draw lines of their own, which need not agree. */
+ * alone draw lines of their own, which need not agree. LIFE_HANDOFF_BARE=1:
+ * each read is a bare rdtsc (fenced where the exchange fences), no
+ * library in it, printed, never judged: how often the platform alone
+ * inverts a hand-off, between threads and between processes. */
 #include "config.h"
 
 #include <errno.h>
@@ -146,6 +149,11 @@ static uint64_t handoff_total;
 static bool handoff_processes;
 /* The receiver fences before each read (the judged relaxed exchange). */
 static bool handoff_fenced;
+/* LIFE_HANDOFF_BARE: each read is a bare rdtsc, scaled by the TSC's rate
+ * measured at start, with no library in it: the platform's own part of the
+ * inversions, for the figures (never judged). */
+static bool handoff_bare;
+static double handoff_bare_ns_per_tick;
 static int handoff_cpus[CPU_SETSIZE];
 static int handoff_ncpus;
 static unsigned handoff_rescues;
@@ -282,7 +290,9 @@ static void *handoff_main(void *arg)
 		if (handoff_fenced)
 			handoff_fence();
 		tap = life_fallthrough();
-		now = life_mono_ns();
+		now = handoff_bare
+			  ? (uint64_t)((double)__builtin_ia32_rdtsc() * handoff_bare_ns_per_tick)
+			  : life_mono_ns();
 		from_libc = life_fallthrough() != tap;
 		cpu = sched_getcpu();
 		side->reads++;
@@ -679,6 +689,17 @@ int main(void)
 	life_begin("handoff");
 	handoff_processes = handoff_env_on("LIFE_HANDOFF_PROCESSES");
 	judged = !handoff_env_on("LIFE_HANDOFF_UNJUDGED");
+	handoff_bare = handoff_env_on("LIFE_HANDOFF_BARE");
+	if (handoff_bare) {
+		uint64_t ns0 = life_libc_mono_ns(), tsc0 = __builtin_ia32_rdtsc();
+
+		life_sleep_ms(200);
+		handoff_bare_ns_per_tick =
+		    (double)(life_libc_mono_ns() - ns0) / (double)(__builtin_ia32_rdtsc() - tsc0);
+		judged = false;
+		life_say("bare rdtsc reads, %.4f ns per tick: never judged",
+			 handoff_bare_ns_per_tick);
+	}
 	handoff_total = life_soak() ? 20000000ull : 1000000ull;
 	if (override != NULL && *override != '\0')
 		handoff_total = strtoull(override, NULL, 10);
