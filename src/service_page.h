@@ -98,6 +98,17 @@ void service_page_expect_from(struct service_page_expect *expect, const struct s
  * kernel's clocks (raw system calls, no libc function). */
 const char *service_page_judge(const struct table_page *page,
 			       const struct service_page_expect *expect);
+/* service_page_judge, and the line it judged the page by (where it
+ * serves): its slope is the TSC's rate, which a served process keeps. */
+const char *service_page_judge_by_line(const struct table_page *page,
+				       const struct service_page_expect *expect,
+				       const struct table_record **line);
+struct stat;
+/* NULL when the file st (a page's, as fstat saw it) may serve a reader
+ * that expects this: regular, of the page's size, owned by root or the
+ * reader's user, written by nobody else; else why not. */
+const char *service_page_judge_file(const struct stat *st,
+				    const struct service_page_expect *expect);
 
 /* The user's page, $XDG_RUNTIME_DIR/fasttime/page; false without an
  * absolute XDG_RUNTIME_DIR. */
