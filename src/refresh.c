@@ -5,7 +5,8 @@
  * install a seccomp filter, and is started again in a fork child. It opens
  * no file while the program runs: the clocksource was read before main()
  * (verdict_read_kernel), and the CPUs come from sched_getaffinity and from
- * the readers. */
+ * the readers. The tools' calibration, the same rounds in the caller's
+ * own thread, is refresh_tools.c. */
 #include "config.h"
 
 #include "refresh.h"
@@ -15,7 +16,6 @@
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
-#include <string.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -25,7 +25,6 @@
 #include "clock.h"
 #include "debug.h"
 #include "libc.h"
-#include "lines.h"
 #include "look.h"
 #include "placement.h"
 #include "process_mark.h"
@@ -58,16 +57,15 @@ static struct refresh_life {
 	 * then each fork child's. A vfork child shares the memory and is not
 	 * it. */
 	pid_t owner_pid;
-	uint64_t configured_interval_ns;
-	bool relaxed;
-	bool force_fast;
+	/* Shared with the tools' calibration (refresh_recorded_settings). */
+	struct refresh_settings settings;
 	/* A served process that installed a seccomp filter: it never leaves
 	 * the page (an mmap, then a thread, which the filter may kill). */
 	bool served_under_filter;
 	/* unshare(CLONE_NEWTIME) succeeded: every child forked from now on
 	 * lives in another time namespace, where these lines are wrong. */
 	bool children_in_new_time_namespace;
-} refresh = { .configured_interval_ns = SETTINGS_DEFAULT_INTERVAL_MS * 1000000ull };
+} refresh = { .settings = { .configured_interval_ns = SETTINGS_DEFAULT_INTERVAL_MS * 1000000ull } };
 
 /* Sets the state, and CLOCK_START_PENDING in api_flags while it is IDLE.
  * RUNNING marks the process it runs in first (refresh_check_process). */
@@ -81,10 +79,15 @@ static void refresh_set_state(int state)
 
 static void refresh_take_settings(const struct settings *settings)
 {
-	refresh.configured_interval_ns = (uint64_t)settings->interval_ms * 1000000ull;
-	refresh.relaxed = settings->relaxed;
-	refresh.force_fast = settings->force;
+	refresh.settings.configured_interval_ns = (uint64_t)settings->interval_ms * 1000000ull;
+	refresh.settings.relaxed = settings->relaxed;
+	refresh.settings.force_fast = settings->force;
 	refresh.owner_pid = getpid();
+}
+
+const struct refresh_settings *refresh_recorded_settings(void)
+{
+	return &refresh.settings;
 }
 
 void refresh_configure(const struct settings *settings)
@@ -152,7 +155,7 @@ static bool refresh_stop_asked(void)
  * wakes. The timeout is relative (futex measures it on CLOCK_MONOTONIC), so
  * that a clock read through another path than the kernel's timers (a
  * test's fake clock, moved ahead) cannot lengthen it. */
-static void refresh_sleep_until(uint64_t deadline_ns)
+void refresh_sleep_until(uint64_t deadline_ns)
 {
 	for (;;) {
 		uint64_t now = libc_monotonic_ns(), left;
@@ -241,11 +244,11 @@ static void refresh_stopped(void)
 
 /* After a round: the clocksource's verdict, then the choice of entry
  * points if it is due, and the flags readers see. */
-static void refresh_after_round(unsigned round, const struct round_result *result)
+void refresh_after_round(unsigned round, const struct round_result *result)
 {
 	bool trusted = verdict_after_round(result->narrowest_ns, result->steady);
 
-	api_choice_after_round(round, result, trusted, refresh.force_fast);
+	api_choice_after_round(round, result, trusted, refresh.settings.force_fast);
 }
 
 static void *refresh_main(void *unused)
@@ -259,7 +262,7 @@ static void *refresh_main(void *unused)
 	placement_set_thread((pid_t)raw_syscall(SYS_gettid, 0, 0, 0, 0, 0, 0));
 	refresh_own_scheduling();
 	libc_resolve();
-	reason = verdict_prepare(refresh.relaxed);
+	reason = verdict_prepare(refresh.settings.relaxed);
 	api_choice_begin(libc_monotonic_ns());
 
 	if (reason != NULL || !placement_read_affinity()) {
@@ -268,10 +271,11 @@ static void *refresh_main(void *unused)
 		return NULL;
 	}
 	debug_log("refresh thread started, interval %llu ms",
-		  (unsigned long long)(refresh.configured_interval_ns / 1000000u));
+		  (unsigned long long)(refresh.settings.configured_interval_ns / 1000000u));
 	for (unsigned round = 0; !refresh_stop_asked(); round++) {
 		uint64_t start = libc_monotonic_ns();
-		uint64_t next = round_interval_after(round, refresh.configured_interval_ns);
+		uint64_t next =
+		    round_interval_after(round, refresh.settings.configured_interval_ns);
 
 		struct round_result result = round_run(next, look_take_discontinuity());
 
@@ -511,52 +515,4 @@ void refresh_check_process(void)
 		return;
 	debug_log("a new process made without fork(): starting its own refresh thread");
 	refresh_after_fork_in_child();
-}
-
-bool refresh_calibrate_now(void)
-{
-	unsigned long saved[PLACEMENT_MASK_WORDS];
-	unsigned with_line = 0;
-
-	api_choice_forget();
-	/* The tools: they may read files, and describe every CPU. */
-	verdict_probe_kernel_now();
-	placement_describe_machine();
-	memset(saved, 0, sizeof saved);
-	if (sched_getaffinity(0, sizeof saved, (cpu_set_t *)saved) != 0 ||
-	    verdict_prepare(refresh.relaxed) != NULL || !placement_read_affinity())
-		return false;
-	api_choice_begin(libc_monotonic_ns());
-	for (unsigned round = 0; round < 8; round++) {
-		uint64_t start = libc_monotonic_ns();
-		uint64_t next = round_interval_after(round, refresh.configured_interval_ns);
-		struct round_result result = round_run(next, look_take_discontinuity());
-
-		with_line = result.with_line;
-		refresh_after_round(round, &result);
-		if (with_line == api_choice_last.cpus_usable && api_choice_made)
-			break;
-		refresh_sleep_until(round_next_deadline(start + result.next_interval_ns));
-	}
-	sched_setaffinity(0, sizeof saved, (cpu_set_t *)saved);
-	return with_line > 0;
-}
-
-bool refresh_choose_now(void)
-{
-	unsigned with_line = lines_answering();
-
-	if (with_line == 0)
-		return false;
-	/* The caller may come long after the last round: the lines' validity
-	 * is renewed as the watch would, or a round runs, judged as the
-	 * thread judges its own (the clocksource's verdict too). */
-	if (look_once() != LOOK_RENEWED) {
-		struct round_result result =
-		    round_run(refresh.configured_interval_ns, look_take_discontinuity());
-
-		verdict_after_round(result.narrowest_ns, result.steady);
-		return api_choice_again(with_line, &result, refresh.force_fast);
-	}
-	return api_choice_again(with_line, NULL, refresh.force_fast);
 }

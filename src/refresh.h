@@ -1,7 +1,8 @@
 /* The refresh thread: calibrates each CPU the process may run on, publishes
  * the lines, and keeps them fresh. Started by the first time call. Its
- * life is here; what it does is in round.h, look.h and api_choice.h, what
- * it knows in lines.h, placement.h and verdict.h. */
+ * life is here (refresh.c; the tools' calibration, in the caller's thread,
+ * in refresh_tools.c); what it does is in round.h, look.h and
+ * api_choice.h, what it knows in lines.h, placement.h and verdict.h. */
 #ifndef FASTTIME_REFRESH_H
 #define FASTTIME_REFRESH_H
 
@@ -99,4 +100,23 @@ bool refresh_calibrate_now(void);
  * the tests, after refresh_calibrate_now. False when the measurement was
  * thrown away or no CPU has a line. */
 bool refresh_choose_now(void);
+
+/* What refresh.c shares with the tools' calibration (refresh_tools.c),
+ * and with nobody else; the state stays in refresh.c, in one struct. */
+struct round_result;
+/* The settings the thread runs with, as refresh_configure or
+ * refresh_serve recorded them. */
+struct refresh_settings {
+	uint64_t configured_interval_ns;
+	bool relaxed;
+	bool force_fast;
+};
+/* The settings recorded last, read-only: the tools calibrate with them. */
+const struct refresh_settings *refresh_recorded_settings(void);
+/* Sleeps until deadline_ns on the library's monotonic clock, or until a
+ * stop is asked. */
+void refresh_sleep_until(uint64_t deadline_ns);
+/* After a round: the clocksource's verdict, then the choice of entry
+ * points if it is due. */
+void refresh_after_round(unsigned round, const struct round_result *result);
 #endif
