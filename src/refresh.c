@@ -5,8 +5,9 @@
  * install a seccomp filter, and is started again in a fork child. It opens
  * no file while the program runs: the clocksource was read before main()
  * (verdict_read_kernel), and the CPUs come from sched_getaffinity and from
- * the readers. The tools' calibration, the same rounds in the caller's
- * own thread, is refresh_tools.c. */
+ * the readers. A served process's changes of state, which start no
+ * thread, are refresh_served.c; the tools' calibration, the same rounds in
+ * the caller's own thread, is refresh_tools.c. */
 #include "config.h"
 
 #include "refresh.h"
@@ -69,7 +70,7 @@ static struct refresh_life {
 
 /* Sets the state, and CLOCK_START_PENDING in api_flags while it is IDLE.
  * RUNNING marks the process it runs in first (refresh_check_process). */
-static void refresh_set_state(int state)
+void refresh_set_state(int state)
 {
 	if (state == REFRESH_RUNNING)
 		process_mark_set();
@@ -77,7 +78,7 @@ static void refresh_set_state(int state)
 	table_set_start_pending(state == REFRESH_IDLE);
 }
 
-static void refresh_take_settings(const struct settings *settings)
+void refresh_take_settings(const struct settings *settings)
 {
 	refresh.settings.configured_interval_ns = (uint64_t)settings->interval_ms * 1000000ull;
 	refresh.settings.relaxed = settings->relaxed;
@@ -90,58 +91,15 @@ const struct refresh_settings *refresh_recorded_settings(void)
 	return &refresh.settings;
 }
 
+bool refresh_served_under_filter(void)
+{
+	return refresh.served_under_filter;
+}
+
 void refresh_configure(const struct settings *settings)
 {
 	refresh_take_settings(settings);
 	refresh_set_state(settings->disabled ? REFRESH_OFF : REFRESH_IDLE);
-}
-
-/* Straight to SERVED, never through IDLE: a thread made by an earlier
- * constructor may already read the clock, and must not start ours. */
-void refresh_serve(const struct settings *settings)
-{
-	refresh_take_settings(settings);
-	signal_guard_set_pass_through(true);
-	refresh_set_state(REFRESH_SERVED);
-}
-
-bool refresh_leave_service(const char *why, bool only_if_abandoned)
-{
-	int served = REFRESH_SERVED;
-	int saved_errno = errno;
-
-	if (__atomic_load_n(&refresh_state, __ATOMIC_ACQUIRE) != REFRESH_SERVED ||
-	    refresh.served_under_filter || !sandbox_thread_allowed() ||
-	    !service_page_leave(only_if_abandoned)) {
-		errno = saved_errno;
-		return false;
-	}
-	/* From now on handlers are counted again; those installed while served
-	 * are foreign to the guard, which looks for them before a start. */
-	signal_guard_set_pass_through(false);
-	if (__atomic_compare_exchange_n(&refresh_state, &served, REFRESH_IDLE, false,
-					__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
-		refresh_set_state(REFRESH_IDLE);
-	debug_log("%s: served no more, calibrating alone", why);
-	errno = saved_errno;
-	return true;
-}
-
-void refresh_look_for_service_again(void)
-{
-	int saved_errno = errno;
-
-	/* The cheap gates first; under a seccomp filter a stat or an open
-	 * may kill the process. */
-	if (__atomic_load_n(&refresh_state, __ATOMIC_ACQUIRE) != REFRESH_SERVED ||
-	    refresh.served_under_filter || !service_page_look_due())
-		return;
-	if (sandbox_thread_allowed() && service_page_look_again())
-		debug_log(
-		    "calibration served again, by the page %s (service pid %d): no thread",
-		    service_page_served(),
-		    (int)((const struct service_page_header *)table_page.header)->service_pid);
-	errno = saved_errno;
 }
 
 static bool refresh_stop_asked(void)

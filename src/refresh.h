@@ -1,8 +1,9 @@
 /* The refresh thread: calibrates each CPU the process may run on, publishes
  * the lines, and keeps them fresh. Started by the first time call. Its
- * life is here (refresh.c; the tools' calibration, in the caller's thread,
- * in refresh_tools.c); what it does is in round.h, look.h and
- * api_choice.h, what it knows in lines.h, placement.h and verdict.h. */
+ * life is here (refresh.c; a served process's changes of state in
+ * refresh_served.c, the tools' calibration, in the caller's thread, in
+ * refresh_tools.c); what it does is in round.h, look.h and api_choice.h,
+ * what it knows in lines.h, placement.h and verdict.h. */
 #ifndef FASTTIME_REFRESH_H
 #define FASTTIME_REFRESH_H
 
@@ -101,8 +102,9 @@ bool refresh_calibrate_now(void);
  * thrown away or no CPU has a line. */
 bool refresh_choose_now(void);
 
-/* What refresh.c shares with the tools' calibration (refresh_tools.c),
- * and with nobody else; the state stays in refresh.c, in one struct. */
+/* What refresh.c shares with a served process's changes of state
+ * (refresh_served.c) and the tools' calibration (refresh_tools.c), and with
+ * nobody else; the state stays in refresh.c, in one struct. */
 struct round_result;
 /* The settings the thread runs with, as refresh_configure or
  * refresh_serve recorded them. */
@@ -111,8 +113,15 @@ struct refresh_settings {
 	bool relaxed;
 	bool force_fast;
 };
+/* Records the settings and this process as the thread's owner. */
+void refresh_take_settings(const struct settings *settings);
 /* The settings recorded last, read-only: the tools calibrate with them. */
 const struct refresh_settings *refresh_recorded_settings(void);
+/* Whether a served process installed a seccomp filter: it never leaves its
+ * page then. */
+bool refresh_served_under_filter(void);
+/* Sets refresh_state, and CLOCK_START_PENDING in api_flags while IDLE. */
+void refresh_set_state(int state);
 /* Sleeps until deadline_ns on the library's monotonic clock, or until a
  * stop is asked. */
 void refresh_sleep_until(uint64_t deadline_ns);

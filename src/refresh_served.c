@@ -1,0 +1,64 @@
+/* A process served by a calibration service's page (service_page.h):
+ * its changes of state. It is served from its constructor on, with no
+ * thread of ours; it leaves the page for its own thread once the page is
+ * abandoned or no longer of its time namespace, and while the page is
+ * stale it looks for a service started in its service's place. */
+#include "config.h"
+
+#include "refresh.h"
+
+#include <errno.h>
+
+#include "debug.h"
+#include "sandbox.h"
+#include "service_page.h"
+#include "signal_guard.h"
+#include "table.h"
+
+/* Straight to SERVED, never through IDLE: a thread made by an earlier
+ * constructor may already read the clock, and must not start ours. */
+void refresh_serve(const struct settings *settings)
+{
+	refresh_take_settings(settings);
+	signal_guard_set_pass_through(true);
+	refresh_set_state(REFRESH_SERVED);
+}
+
+bool refresh_leave_service(const char *why, bool only_if_abandoned)
+{
+	int served = REFRESH_SERVED;
+	int saved_errno = errno;
+
+	if (__atomic_load_n(&refresh_state, __ATOMIC_ACQUIRE) != REFRESH_SERVED ||
+	    refresh_served_under_filter() || !sandbox_thread_allowed() ||
+	    !service_page_leave(only_if_abandoned)) {
+		errno = saved_errno;
+		return false;
+	}
+	/* From now on handlers are counted again; those installed while served
+	 * are foreign to the guard, which looks for them before a start. */
+	signal_guard_set_pass_through(false);
+	if (__atomic_compare_exchange_n(&refresh_state, &served, REFRESH_IDLE, false,
+					__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+		refresh_set_state(REFRESH_IDLE);
+	debug_log("%s: served no more, calibrating alone", why);
+	errno = saved_errno;
+	return true;
+}
+
+void refresh_look_for_service_again(void)
+{
+	int saved_errno = errno;
+
+	/* The cheap gates first; under a seccomp filter a stat or an open
+	 * may kill the process. */
+	if (__atomic_load_n(&refresh_state, __ATOMIC_ACQUIRE) != REFRESH_SERVED ||
+	    refresh_served_under_filter() || !service_page_look_due())
+		return;
+	if (sandbox_thread_allowed() && service_page_look_again())
+		debug_log(
+		    "calibration served again, by the page %s (service pid %d): no thread",
+		    service_page_served(),
+		    (int)((const struct service_page_header *)table_page.header)->service_pid);
+	errno = saved_errno;
+}
