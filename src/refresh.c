@@ -102,6 +102,7 @@ void refresh_configure(const struct settings *settings)
 	refresh_set_state(settings->disabled ? REFRESH_OFF : REFRESH_IDLE);
 }
 
+/* Whether refresh_stop asked the thread to end: its loop and sleeps end then. */
 static bool refresh_stop_asked(void)
 {
 	return __atomic_load_n(&refresh.stop_word, __ATOMIC_ACQUIRE) != 0;
@@ -209,6 +210,7 @@ void refresh_after_round(unsigned round, const struct round_result *result)
 	api_choice_after_round(round, result, trusted, refresh.settings.force_fast);
 }
 
+/* The thread: judges the machine once, then runs rounds and looks until asked to stop. */
 static void *refresh_main(void *unused)
 {
 	const char *reason;

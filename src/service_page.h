@@ -90,6 +90,8 @@ struct service_page_expect {
 /* This process's time namespace, or 0 and 0 where it cannot be told. */
 void service_page_time_namespace(uint64_t *device, uint64_t *inode);
 
+/* What a reader with these settings expects of a page; its time namespace
+ * is left for when a page is found (service_page_look_at). */
 void service_page_expect_from(struct service_page_expect *expect, const struct settings *settings,
 			      bool rseq_registered);
 

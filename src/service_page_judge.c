@@ -70,6 +70,7 @@ struct service_page_bracket {
 	uint64_t before_ns, tsc, after_ns;
 };
 
+/* A TSC reading now, bracketed by the kernel's CLOCK_MONOTONIC. */
 static struct service_page_bracket service_page_bracket_now(void)
 {
 	struct service_page_bracket bracket;
