@@ -12,17 +12,18 @@ __thread struct clock_thread_state clock_thread __attribute__((tls_model("initia
  * is before its window, or the record holds no line. Two CPUs' lines
  * disagree by a few nanoseconds and a refresh may bend a line under a
  * reader: then this thread keeps its last answer. */
-static bool clock_careful_finish(uint64_t tsc, struct calib_line line, uint64_t valid_from,
-				 uint64_t valid_ticks, uint64_t *ns_out)
+static bool clock_careful_finish(enum clock_lines lines, uint64_t tsc, struct calib_line line,
+				 uint64_t valid_from, uint64_t valid_ticks, uint64_t *ns_out)
 {
+	uint64_t *last = clock_lines_last(lines);
 	uint64_t ns;
 
 	if (tsc - valid_from > valid_ticks || line.mult == 0)
 		return false;
 	ns = clock_mulhi(tsc, line.mult) + line.offset;
-	if (ns < clock_thread.last_mono_ns)
-		ns = clock_thread.last_mono_ns;
-	clock_thread.last_mono_ns = ns;
+	if (ns < *last)
+		ns = *last;
+	*last = ns;
 	*ns_out = ns;
 	return true;
 }
@@ -40,7 +41,7 @@ static bool clock_careful_no_line(uint32_t cpu)
 /* rdtscp and the line of the CPU it names; remembers the CPU for the fast
  * read's guess. Where rseq says the thread is on a CPU with no line, no
  * counter is read: libc answers at about its own cost. */
-static bool clock_careful_ordered_ns(uint64_t *ns_out)
+static bool clock_careful_ordered_ns(enum clock_lines lines, uint64_t *ns_out)
 {
 	uint64_t valid_from, valid_ticks, tsc;
 	struct calib_line line;
@@ -48,18 +49,18 @@ static bool clock_careful_ordered_ns(uint64_t *ns_out)
 
 	if (cpu_rseq_cpu_id_offset != 0) {
 		cpu = cpu_rseq_current();
-		if (cpu < CPU_MAX_CPUS && table_load(cpu).mult == 0)
+		if (cpu < CPU_MAX_CPUS && table_load_lines(lines, cpu).mult == 0)
 			return clock_careful_no_line(cpu);
 	}
 	valid_from = __atomic_load_n(&table_page.shared.valid_from_tsc, __ATOMIC_ACQUIRE);
 	valid_ticks = __atomic_load_n(&table_page.shared.valid_ticks, __ATOMIC_ACQUIRE);
 	tsc = cpu_rdtscp(&aux);
 	cpu = cpu_from_tsc_aux(aux);
-	line = table_load(cpu);
+	line = table_load_lines(lines, cpu);
 	if (line.mult == 0)
 		return clock_careful_no_line(cpu);
 	clock_thread.last_cpu = cpu;
-	return clock_careful_finish(tsc, line, valid_from, valid_ticks, ns_out);
+	return clock_careful_finish(lines, tsc, line, valid_from, valid_ticks, ns_out);
 }
 
 /* The CPU id from rseq (inline, one load) or from getcpu. */
@@ -75,7 +76,7 @@ static inline uint32_t clock_careful_cpu(uint32_t flags)
  * not a CPU. TSC_AUX is never read here: where rdtscp is not advertised it
  * may hold anything (a hypervisor's own numbers). Remembers the CPU for the
  * fast read's guess. */
-static bool clock_careful_checked_ns(uint32_t flags, uint64_t *ns_out)
+static bool clock_careful_checked_ns(uint32_t flags, enum clock_lines lines, uint64_t *ns_out)
 {
 	for (int attempt = 0; attempt < 2; attempt++) {
 		uint32_t cpu = clock_careful_cpu(flags);
@@ -84,7 +85,7 @@ static bool clock_careful_checked_ns(uint32_t flags, uint64_t *ns_out)
 
 		if (cpu >= CPU_MAX_CPUS)
 			return false;
-		line = table_load(cpu);
+		line = table_load_lines(lines, cpu);
 		if (line.mult == 0)
 			return clock_careful_no_line(cpu);
 		valid_from = __atomic_load_n(&table_page.shared.valid_from_tsc, __ATOMIC_ACQUIRE);
@@ -93,16 +94,16 @@ static bool clock_careful_checked_ns(uint32_t flags, uint64_t *ns_out)
 		if (clock_careful_cpu(flags) != cpu)
 			continue;
 		clock_thread.last_cpu = cpu;
-		return clock_careful_finish(tsc, line, valid_from, valid_ticks, ns_out);
+		return clock_careful_finish(lines, tsc, line, valid_from, valid_ticks, ns_out);
 	}
 	return false;
 }
 
-static bool clock_careful_mono_ns(uint32_t flags, uint64_t *ns_out)
+static bool clock_careful_lines_ns(uint32_t flags, enum clock_lines lines, uint64_t *ns_out)
 {
 	if (flags & CLOCK_READ_BITS)
-		return clock_careful_checked_ns(flags, ns_out);
-	return clock_careful_ordered_ns(ns_out);
+		return clock_careful_checked_ns(flags, lines, ns_out);
+	return clock_careful_ordered_ns(lines, ns_out);
 }
 
 /* The division the fast read avoids, once a second per thread. */
@@ -140,7 +141,7 @@ static bool clock_careful_read_split(uint32_t flags, struct clock_second *second
 {
 	uint64_t ns;
 
-	if (!clock_careful_mono_ns(flags, &ns))
+	if (!clock_careful_lines_ns(flags, CLOCK_LINES_MONOTONIC, &ns))
 		return false;
 	clock_split(second, ns + added_ns, sec, rest_ns);
 	return true;
@@ -175,6 +176,16 @@ bool clock_careful_offset_clock(uint32_t flags, enum clock_offset_kind kind, str
 bool clock_careful_realtime(uint32_t flags, struct timespec *ts)
 {
 	return clock_careful_offset_clock(flags, CLOCK_OFFSET_REALTIME, ts);
+}
+
+bool clock_careful_raw(uint32_t flags, struct timespec *ts)
+{
+	uint64_t ns;
+
+	if (!clock_careful_lines_ns(flags, CLOCK_LINES_RAW, &ns))
+		return false;
+	clock_to_timespec(&clock_thread.raw_second, ns, ts);
+	return true;
 }
 
 bool clock_careful_timeval(uint32_t flags, struct timeval *tv)

@@ -47,6 +47,9 @@ struct clock_thread_state {
 	uint32_t last_cpu;     /* whose line to load before the TSC read */
 	/* The second each clock last answered in, by its offset kind. */
 	struct clock_second seconds[CLOCK_OFFSET_COUNT];
+	/* CLOCK_MONOTONIC_RAW's clamp and second: its lines are its own. */
+	uint64_t last_raw_ns;
+	struct clock_second raw_second;
 };
 
 extern __thread struct clock_thread_state clock_thread
@@ -61,6 +64,13 @@ static inline uint64_t clock_mulhi(uint64_t a, uint64_t b)
  * with no call, or it saves registers on every path, pass-through included. */
 #define CLOCK_FAST static inline __attribute__((always_inline))
 
+/* The clamp of a set of lines (a constant at every call, so that the
+ * compiler addresses the field directly). */
+CLOCK_FAST uint64_t *clock_lines_last(enum clock_lines lines)
+{
+	return lines == CLOCK_LINES_RAW ? &clock_thread.last_raw_ns : &clock_thread.last_mono_ns;
+}
+
 /* The fast read gives up, and the careful read (clock.c) answers, whenever
  * anything is unusual: a stale table, a thread that moved to another CPU,
  * a line that would take this thread's time back, a thread with no clamp
@@ -71,17 +81,18 @@ static inline uint64_t clock_mulhi(uint64_t a, uint64_t b)
  * from going back. One comparison covers three cases: last - 1 wraps when
  * the clamp is unset (0); a withdrawn record (0, 0) gives ns = 0; an older
  * line, or another CPU's, gives ns < last. */
-CLOCK_FAST bool clock_fast_finish(uint64_t tsc, struct calib_line line, uint64_t valid_from,
-				  uint64_t valid_ticks, uint64_t *ns_out)
+CLOCK_FAST bool clock_fast_finish(enum clock_lines lines, uint64_t tsc, struct calib_line line,
+				  uint64_t valid_from, uint64_t valid_ticks, uint64_t *ns_out)
 {
+	uint64_t *last = clock_lines_last(lines);
 	uint64_t ns;
 
 	if (__builtin_expect(tsc - valid_from > valid_ticks, 0))
 		return false;
 	ns = clock_mulhi(tsc, line.mult) + line.offset;
-	if (__builtin_expect(ns <= clock_thread.last_mono_ns - 1, 0))
+	if (__builtin_expect(ns <= *last - 1, 0))
 		return false;
-	clock_thread.last_mono_ns = ns;
+	*last = ns;
 	*ns_out = ns;
 	return true;
 }
@@ -97,21 +108,21 @@ struct clock_fast_start {
 	uint64_t valid_ticks;
 };
 
-CLOCK_FAST struct clock_fast_start clock_fast_begin(void)
+CLOCK_FAST struct clock_fast_start clock_fast_begin(enum clock_lines lines)
 {
 	struct clock_fast_start start;
 
 	start.guess = clock_thread.last_cpu;
-	start.line = table_load(start.guess);
+	start.line = table_load_lines(lines, start.guess);
 	start.valid_from = __atomic_load_n(&table_page.shared.valid_from_tsc, __ATOMIC_ACQUIRE);
 	start.valid_ticks = __atomic_load_n(&table_page.shared.valid_ticks, __ATOMIC_ACQUIRE);
 	return start;
 }
 
 /* Ordered: rdtscp gives the counter and the CPU id in one instruction. */
-CLOCK_FAST bool clock_fast_ordered_ns(uint64_t *ns_out)
+CLOCK_FAST bool clock_fast_ordered_ns(enum clock_lines lines, uint64_t *ns_out)
 {
-	struct clock_fast_start start = clock_fast_begin();
+	struct clock_fast_start start = clock_fast_begin(lines);
 	uint32_t aux;
 	uint64_t tsc;
 
@@ -121,7 +132,8 @@ CLOCK_FAST bool clock_fast_ordered_ns(uint64_t *ns_out)
 
 	if (__builtin_expect(cpu_from_tsc_aux(aux) != start.guess, 0))
 		return false;
-	return clock_fast_finish(tsc, start.line, start.valid_from, start.valid_ticks, ns_out);
+	return clock_fast_finish(lines, tsc, start.line, start.valid_from, start.valid_ticks,
+				 ns_out);
 }
 
 /* Relaxed: rdtsc overlaps with the surrounding work. As in ordered mode the
@@ -133,9 +145,9 @@ CLOCK_FAST bool clock_fast_ordered_ns(uint64_t *ns_out)
  * before the counter as well, to choose the line, measured 1.5 to 3 ns
  * slower: it puts a load in front of the line's load. An id that is not a
  * CPU (rseq unregistered: -1) never matches. */
-CLOCK_FAST bool clock_fast_relaxed_ns(uint64_t *ns_out)
+CLOCK_FAST bool clock_fast_relaxed_ns(enum clock_lines lines, uint64_t *ns_out)
 {
-	struct clock_fast_start start = clock_fast_begin();
+	struct clock_fast_start start = clock_fast_begin(lines);
 	uint64_t tsc;
 
 	if (__builtin_expect(start.line.mult == 0, 0))
@@ -143,7 +155,8 @@ CLOCK_FAST bool clock_fast_relaxed_ns(uint64_t *ns_out)
 	tsc = cpu_rdtsc();
 	if (__builtin_expect(cpu_rseq_current() != start.guess, 0))
 		return false;
-	return clock_fast_finish(tsc, start.line, start.valid_from, start.valid_ticks, ns_out);
+	return clock_fast_finish(lines, tsc, start.line, start.valid_from, start.valid_ticks,
+				 ns_out);
 }
 
 /* Ordered without rdtscp: lfence keeps rdtsc behind every earlier
@@ -151,9 +164,9 @@ CLOCK_FAST bool clock_fast_relaxed_ns(uint64_t *ns_out)
  * the counter: both must be the CPU whose line was loaded, so the counter
  * was read there (a migration always passes through the kernel, which
  * rewrites the id before the thread runs again). */
-CLOCK_FAST bool clock_fast_fenced_ns(uint64_t *ns_out)
+CLOCK_FAST bool clock_fast_fenced_ns(enum clock_lines lines, uint64_t *ns_out)
 {
-	struct clock_fast_start start = clock_fast_begin();
+	struct clock_fast_start start = clock_fast_begin(lines);
 	uint32_t before;
 	uint64_t tsc;
 
@@ -163,21 +176,22 @@ CLOCK_FAST bool clock_fast_fenced_ns(uint64_t *ns_out)
 	tsc = cpu_rdtsc_fenced();
 	if (__builtin_expect((before ^ start.guess) | (cpu_rseq_current() ^ start.guess), 0))
 		return false;
-	return clock_fast_finish(tsc, start.line, start.valid_from, start.valid_ticks, ns_out);
+	return clock_fast_finish(lines, tsc, start.line, start.valid_from, start.valid_ticks,
+				 ns_out);
 }
 
 /* Relaxed first: it is the mode chosen for speed. A reading whose CPU id
  * comes from getcpu is a call: the careful read answers it. */
-CLOCK_FAST bool clock_fast_mono_ns(uint32_t flags, uint64_t *ns_out)
+CLOCK_FAST bool clock_fast_lines_ns(uint32_t flags, enum clock_lines lines, uint64_t *ns_out)
 {
 	if (flags & CLOCK_MODE_RELAXED)
-		return clock_fast_relaxed_ns(ns_out);
+		return clock_fast_relaxed_ns(lines, ns_out);
 	if (flags & (CLOCK_READ_LFENCE | CLOCK_CPU_GETCPU)) {
 		if (flags & CLOCK_CPU_GETCPU)
 			return false;
-		return clock_fast_fenced_ns(ns_out);
+		return clock_fast_fenced_ns(lines, ns_out);
 	}
-	return clock_fast_ordered_ns(ns_out);
+	return clock_fast_ordered_ns(lines, ns_out);
 }
 
 /* The offset a clock adds to the monotonic lines (clock_table.h). */
@@ -213,7 +227,7 @@ CLOCK_FAST bool clock_fast_read_split(uint32_t flags, const struct clock_second 
 {
 	uint64_t ns;
 
-	return clock_fast_mono_ns(flags, &ns) &&
+	return clock_fast_lines_ns(flags, CLOCK_LINES_MONOTONIC, &ns) &&
 	       clock_fast_split(second, ns + added_ns, sec, rest_ns);
 }
 
@@ -251,6 +265,20 @@ CLOCK_FAST bool clock_fast_realtime(uint32_t flags, struct timespec *ts)
 	return clock_fast_offset_clock(flags, CLOCK_OFFSET_REALTIME, ts);
 }
 
+/* CLOCK_MONOTONIC_RAW, from its own lines and clamp. */
+CLOCK_FAST bool clock_fast_raw(uint32_t flags, struct timespec *ts)
+{
+	uint64_t ns, rest;
+	int64_t sec;
+
+	if (!clock_fast_lines_ns(flags, CLOCK_LINES_RAW, &ns) ||
+	    !clock_fast_split(&clock_thread.raw_second, ns, &sec, &rest))
+		return false;
+	ts->tv_sec = (time_t)sec;
+	ts->tv_nsec = (long)rest;
+	return true;
+}
+
 CLOCK_FAST bool clock_fast_timeval(uint32_t flags, struct timeval *tv)
 {
 	uint64_t rest;
@@ -282,6 +310,7 @@ CLOCK_FAST bool clock_fast_seconds(uint32_t flags, time_t *sec_out)
 bool clock_careful_monotonic(uint32_t flags, struct timespec *ts);
 bool clock_careful_realtime(uint32_t flags, struct timespec *ts);
 bool clock_careful_offset_clock(uint32_t flags, enum clock_offset_kind kind, struct timespec *ts);
+bool clock_careful_raw(uint32_t flags, struct timespec *ts);
 bool clock_careful_timeval(uint32_t flags, struct timeval *tv);
 bool clock_careful_seconds(uint32_t flags, time_t *sec);
 /* Seconds and the rest for any ns, refilling the cached second. */
@@ -303,6 +332,11 @@ static inline bool clock_answer_offset_clock(uint32_t flags, enum clock_offset_k
 {
 	return clock_fast_offset_clock(flags, kind, ts) ||
 	       clock_careful_offset_clock(flags, kind, ts);
+}
+
+static inline bool clock_answer_raw(uint32_t flags, struct timespec *ts)
+{
+	return clock_fast_raw(flags, ts) || clock_careful_raw(flags, ts);
 }
 
 static inline bool clock_answer_timeval(uint32_t flags, struct timeval *tv)

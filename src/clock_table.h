@@ -1,7 +1,7 @@
 /* The clocks fasttime answers, as a table: one row per clock id, saying
- * what answers it (the monotonic lines plus which offset), its bit in
- * api_flags, and the entry points that read it. Adding a clock is a row
- * here, an offset kind if it needs one, and its tests.
+ * what answers it (which lines, plus which offset), its bit in api_flags,
+ * and the entry points that read it. Adding a clock is a row here, an
+ * offset kind if it needs one, and its tests.
  *
  * api_flags bits: clock_gettime's clock ids first, bit n for clock id n
  * (so that clock_gettime tests (flags >> id) & 1), below CLOCK_ID_BITS;
@@ -22,8 +22,9 @@ enum clock_api {
 	CLOCK_API_MONOTONIC = 1u << CLOCK_MONOTONIC,
 	CLOCK_API_BOOTTIME = 1u << CLOCK_BOOTTIME,
 	CLOCK_API_TAI = 1u << CLOCK_TAI,
-	CLOCK_API_CLOCK_IDS =
-	    CLOCK_API_REALTIME | CLOCK_API_MONOTONIC | CLOCK_API_BOOTTIME | CLOCK_API_TAI,
+	CLOCK_API_MONOTONIC_RAW = 1u << CLOCK_MONOTONIC_RAW,
+	CLOCK_API_CLOCK_IDS = CLOCK_API_REALTIME | CLOCK_API_MONOTONIC | CLOCK_API_BOOTTIME |
+			      CLOCK_API_TAI | CLOCK_API_MONOTONIC_RAW,
 	/* the other entry points, all CLOCK_REALTIME */
 	CLOCK_API_GETTIMEOFDAY = 1u << (CLOCK_ID_BITS + 0),
 	CLOCK_API_TIME = 1u << (CLOCK_ID_BITS + 1),
@@ -52,8 +53,19 @@ enum clock_api {
 };
 
 _Static_assert(CLOCK_REALTIME < CLOCK_ID_BITS && CLOCK_MONOTONIC < CLOCK_ID_BITS &&
-		   CLOCK_BOOTTIME < CLOCK_ID_BITS && CLOCK_TAI < CLOCK_ID_BITS,
+		   CLOCK_BOOTTIME < CLOCK_ID_BITS && CLOCK_TAI < CLOCK_ID_BITS &&
+		   CLOCK_MONOTONIC_RAW < CLOCK_ID_BITS,
 	       "every clock id in the table has a bit below the entry points'");
+
+/* Which per-CPU lines answer a clock: those calibrated against
+ * CLOCK_MONOTONIC (which NTP slews, and so every clock made from it), or
+ * those calibrated against CLOCK_MONOTONIC_RAW, which it never slews. Each
+ * has its records in the table and its own clamp in every thread. */
+enum clock_lines {
+	CLOCK_LINES_MONOTONIC,
+	CLOCK_LINES_RAW,
+	CLOCK_LINES_COUNT,
+};
 
 /* What is added to the monotonic lines to answer a clock: each offset is
  * that clock minus CLOCK_MONOTONIC, measured by the refresh thread
@@ -69,20 +81,21 @@ enum clock_offset_kind {
 struct clock_row {
 	clockid_t id;
 	const char *name;	       /* "CLOCK_BOOTTIME" */
-	enum clock_offset_kind offset; /* added to the monotonic line */
+	enum clock_lines lines;	       /* the lines that answer it */
+	enum clock_offset_kind offset; /* added to the monotonic lines */
 	uint32_t api;		       /* its clock_gettime bit */
 	uint32_t entry_points;	       /* every CLOCK_API_* bit that reads this clock */
 };
 
-#define CLOCK_TABLE_ROWS 4u
+#define CLOCK_TABLE_ROWS 5u
 /* One row per clock answered from the TSC, by clock id. */
 extern const struct clock_row clock_table[CLOCK_TABLE_ROWS];
 
 /* The row of clock id id, or NULL where the TSC never answers it (libc
- * does: the coarse clocks, which libc answers faster; CPU-time clocks;
- * MONOTONIC_RAW, which has no lines of its own yet). */
+ * does: the coarse clocks, which libc answers faster; CPU-time clocks). */
 const struct clock_row *clock_table_row(clockid_t id);
-/* The row answering offset kind kind (the clock that is monotonic plus it). */
+/* The row answering offset kind kind (the clock that is the monotonic
+ * lines plus it). */
 const struct clock_row *clock_table_row_for_offset(enum clock_offset_kind kind);
 
 #endif

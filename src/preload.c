@@ -82,17 +82,21 @@ __attribute__((constructor)) static void preload_init(void)
  * due: in a fork child, whose inherited lines keep the fast read answering
  * until they go stale, the careful read's first visit starts the child's
  * own thread. And before a thread's first reading from the TSC it seeds
- * the clamp: the thread's earlier answers came from libc, which the clamp
- * has not seen, and the line may run a few nanoseconds behind the kernel. */
-static void preload_slow_path_start(void)
+ * the clamp of the lines that answer (clock_thread's, for CLOCK_MONOTONIC
+ * or CLOCK_MONOTONIC_RAW): the thread's earlier answers came from libc,
+ * which the clamp has not seen, and the line may run a few nanoseconds
+ * behind the kernel. */
+static void preload_slow_path_start(enum clock_lines lines)
 {
+	uint64_t *last = clock_lines_last(lines);
 	struct timespec ts;
 
 	refresh_ensure_started();
-	if (clock_thread.last_mono_ns != 0)
+	if (*last != 0)
 		return;
-	if (libc_clock_gettime(CLOCK_MONOTONIC, &ts) == 0)
-		clock_thread.last_mono_ns = timespec_to_ns(&ts);
+	if (libc_clock_gettime(lines == CLOCK_LINES_RAW ? CLOCK_MONOTONIC_RAW : CLOCK_MONOTONIC,
+			       &ts) == 0)
+		*last = timespec_to_ns(&ts);
 }
 
 /* What a slow path does when the TSC could not answer, before it asks
@@ -141,6 +145,7 @@ enum preload_entry {
 	PRELOAD_MONOTONIC = CLOCK_MONOTONIC,
 	PRELOAD_BOOTTIME = CLOCK_BOOTTIME,
 	PRELOAD_TAI = CLOCK_TAI,
+	PRELOAD_MONOTONIC_RAW = CLOCK_MONOTONIC_RAW,
 	PRELOAD_GETTIMEOFDAY = CLOCK_ID_BITS,
 	PRELOAD_TIME,
 	PRELOAD_TIMESPEC_GET,
@@ -160,11 +165,18 @@ static inline uint32_t preload_entry_api(enum preload_entry entry)
 	return 1u << entry;
 }
 
-/* The offset the entry's clock adds to the monotonic lines. */
+/* The lines that answer the entry's clock. */
+static inline enum clock_lines preload_entry_lines(enum preload_entry entry)
+{
+	return entry == PRELOAD_MONOTONIC_RAW ? CLOCK_LINES_RAW : CLOCK_LINES_MONOTONIC;
+}
+
+/* The offset the entry's clock adds to its lines. */
 static inline enum clock_offset_kind preload_entry_offset(enum preload_entry entry)
 {
 	switch (entry) {
-	case PRELOAD_MONOTONIC: return CLOCK_OFFSET_NONE;
+	case PRELOAD_MONOTONIC:
+	case PRELOAD_MONOTONIC_RAW: return CLOCK_OFFSET_NONE;
 	case PRELOAD_BOOTTIME: return CLOCK_OFFSET_BOOTTIME;
 	case PRELOAD_TAI: return CLOCK_OFFSET_TAI;
 	default: return CLOCK_OFFSET_REALTIME;
@@ -188,6 +200,7 @@ static bool preload_careful(enum preload_entry entry, uint32_t flags, void *out,
 	*rc = 0;
 	switch (entry) {
 	case PRELOAD_MONOTONIC: return clock_careful_monotonic(flags, out);
+	case PRELOAD_MONOTONIC_RAW: return clock_careful_raw(flags, out);
 	case PRELOAD_GETTIMEOFDAY: return clock_careful_timeval(flags, out);
 	case PRELOAD_TIME:
 		if (!clock_careful_seconds(flags, &seconds))
@@ -218,8 +231,9 @@ static long preload_clamp(enum preload_entry entry, void *out, long rc)
 {
 	switch (entry) {
 	case PRELOAD_MONOTONIC:
+	case PRELOAD_MONOTONIC_RAW:
 		if (rc == 0)
-			preload_clamp_monotonic(out);
+			preload_clamp_lines(preload_entry_lines(entry), out);
 		return rc;
 	case PRELOAD_GETTIMEOFDAY:
 		if (rc == 0)
@@ -294,12 +308,12 @@ static inline __attribute__((always_inline)) long preload_slow_path(enum preload
 	bool stale;
 	long rc;
 
-	preload_slow_path_start();
+	preload_slow_path_start(preload_entry_lines(entry));
 	if (preload_careful(entry, flags, out, &rc))
 		return preload_give(entry, out, rc);
 	preload_tsc_did_not_answer();
-	/* The monotonic clock has no step to follow. */
-	if (entry == PRELOAD_MONOTONIC)
+	/* The monotonic clocks have no step to follow. */
+	if (entry == PRELOAD_MONOTONIC || entry == PRELOAD_MONOTONIC_RAW)
 		return preload_clamp(entry, out, preload_ask_libc(entry, out, PRELOAD_NO_ARG));
 	stale = preload_lines_stale();
 	rc = preload_ask_libc(entry, out, preload_fast_read_arg(entry));
@@ -356,9 +370,10 @@ static time_t preload_libc_time(time_t *t)
 }
 
 /* clock_gettime of any clock id but MONOTONIC and REALTIME: the table's
- * other clocks (BOOTTIME, TAI) answered as those two are, every other id
- * left to libc. Out of line, so that MONOTONIC and REALTIME keep their
- * straight run of instructions, as short as before the table had more. */
+ * other clocks (BOOTTIME, TAI, MONOTONIC_RAW) answered as those two are,
+ * every other id left to libc. Out of line, so that MONOTONIC and REALTIME
+ * keep their straight run of instructions, as short as before the table
+ * had more. */
 static __attribute__((noinline)) int preload_other_clock(clockid_t id, struct timespec *ts)
 {
 	uint32_t flags = preload_api_flags();
@@ -374,7 +389,9 @@ static __attribute__((noinline)) int preload_other_clock(clockid_t id, struct ti
 	}
 	if (preload_is_null(ts))
 		return preload_libc(entry, ts, PRELOAD_NO_ARG);
-	if (clock_fast_offset_clock(flags, preload_entry_offset(entry), ts))
+	if (entry == PRELOAD_MONOTONIC_RAW
+		? clock_fast_raw(flags, ts)
+		: clock_fast_offset_clock(flags, preload_entry_offset(entry), ts))
 		return 0;
 	return (int)preload_slow_path(entry, ts);
 }

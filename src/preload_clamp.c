@@ -9,19 +9,18 @@
 #include "clock.h"
 #include "libc.h"
 
-/* libc's monotonic answer, raised to what this thread was last given: it
- * may have had fast readings, and a line may run a few nanoseconds ahead of
- * the kernel's clock. */
-void preload_clamp_monotonic(struct timespec *ts)
+/* libc's answer, raised to what this thread was last given: it may have
+ * had fast readings, and a line may run a few nanoseconds ahead of the
+ * kernel's clock. */
+void preload_clamp_lines(enum clock_lines lines, struct timespec *ts)
 {
+	uint64_t *last = clock_lines_last(lines);
 	uint64_t ns = timespec_to_ns(ts);
-	uint64_t last = clock_thread.last_mono_ns;
 
-	if (ns < last) {
-		*ts = timespec_from_ns(last);
-	} else {
-		clock_thread.last_mono_ns = ns;
-	}
+	if (ns < *last)
+		*ts = timespec_from_ns(*last);
+	else
+		*last = ns;
 }
 
 /* The earliest answer of the clock that is monotonic plus kind's offset

@@ -26,8 +26,10 @@
  * still for its length. The step the watch and the readers follow. */
 #define PRELOAD_CLAMP_OFFSET_SLACK_NS WATCH_STEP_THRESHOLD_NS
 
-/* libc's monotonic answer, raised to what this thread was last given. */
-void preload_clamp_monotonic(struct timespec *ts);
+/* libc's answer of the clock that lines answer with no offset
+ * (CLOCK_MONOTONIC, CLOCK_MONOTONIC_RAW), raised to what this thread was
+ * last given. */
+void preload_clamp_lines(enum clock_lines lines, struct timespec *ts);
 /* libc's answer for the clock that is monotonic plus kind's offset. */
 void preload_clamp_offset_clock(enum clock_offset_kind kind, struct timespec *ts);
 /* gettimeofday's microseconds (CLOCK_REALTIME). */

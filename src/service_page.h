@@ -22,7 +22,7 @@
 /* "fasttime" in the first 8 bytes, little-endian; the version changes with
  * any change of struct table_page or of this header. */
 #define SERVICE_PAGE_MAGIC   0x656d697474736166ull
-#define SERVICE_PAGE_VERSION 1u
+#define SERVICE_PAGE_VERSION 2u
 #define SERVICE_PAGE_SIZE    ((uint32_t)sizeof(struct table_page))
 
 /* The system's page, and the user's under $XDG_RUNTIME_DIR. */

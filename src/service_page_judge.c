@@ -63,21 +63,21 @@ static const char *service_page_judge_header(const struct service_page_header *h
 	return NULL;
 }
 
-/* The reader's CLOCK_MONOTONIC at the TSC reading tsc: the kernel's clock
- * read just before and just after it, so that a preemption between the
- * reads widens the bracket instead of failing the check. */
+/* The reader's clock at the TSC reading tsc: the kernel's clock read just
+ * before and just after it, so that a preemption between the reads widens
+ * the bracket instead of failing the check. */
 struct service_page_bracket {
 	uint64_t before_ns, tsc, after_ns;
 };
 
-/* A TSC reading now, bracketed by the kernel's CLOCK_MONOTONIC. */
-static struct service_page_bracket service_page_bracket_now(void)
+/* A TSC reading now, bracketed by the kernel's clock. */
+static struct service_page_bracket service_page_bracket_now(clockid_t clock)
 {
 	struct service_page_bracket bracket;
 
-	bracket.before_ns = service_page_kernel_ns(CLOCK_MONOTONIC);
+	bracket.before_ns = service_page_kernel_ns(clock);
 	bracket.tsc = cpu_rdtsc();
-	bracket.after_ns = service_page_kernel_ns(CLOCK_MONOTONIC);
+	bracket.after_ns = service_page_kernel_ns(clock);
 	return bracket;
 }
 
@@ -86,6 +86,21 @@ static bool service_page_agrees(const struct service_page_bracket *bracket, uint
 {
 	return bracket->before_ns != 0 && ns + SERVICE_PAGE_AGREE_NS >= bracket->before_ns &&
 	       ns <= bracket->after_ns + SERVICE_PAGE_AGREE_NS;
+}
+
+/* Whether record's line says what the reader's own clock says now (a
+ * second try after a preemption between the reads). */
+static bool service_page_line_agrees(const struct table_record *record, clockid_t clock)
+{
+	for (unsigned attempt = 0; attempt < 2; attempt++) {
+		struct service_page_bracket bracket = service_page_bracket_now(clock);
+		struct calib_line line = table_load_record(record);
+
+		if (service_page_agrees(&bracket,
+					clock_mulhi(bracket.tsc, line.mult) + line.offset))
+			return true;
+	}
+	return false;
 }
 
 /* Every CPU the reader may run on has a line: a reader left on a CPU the
@@ -175,17 +190,31 @@ static const char *service_page_judge_lines(const struct table_page *page,
 	refused = service_page_judge_coverage(page);
 	if (refused != NULL)
 		return refused;
-	for (unsigned attempt = 0;; attempt++) {
-		struct service_page_bracket bracket = service_page_bracket_now();
-		struct calib_line line = table_load_record(chosen);
+	if (!service_page_line_agrees(chosen, CLOCK_MONOTONIC))
+		return "its lines disagree with this process's CLOCK_MONOTONIC "
+		       "(another boot or another time namespace)";
+	return NULL;
+}
 
-		if (service_page_agrees(&bracket,
-					clock_mulhi(bracket.tsc, line.mult) + line.offset))
-			return NULL;
-		if (attempt == 1)
-			return "its lines disagree with this process's CLOCK_MONOTONIC "
-			       "(another boot or another time namespace)";
+/* CLOCK_MONOTONIC_RAW's lines, where the page answers that clock: each
+ * present one has a sane slope, and the one of the CPU the monotonic
+ * lines were judged by (cpu), if it has one, says what the reader's own
+ * CLOCK_MONOTONIC_RAW says. A CPU without one answers it with libc. */
+static const char *service_page_judge_raw_lines(const struct table_page *page, uint32_t cpu,
+						uint32_t flags)
+{
+	if (!(flags & CLOCK_API_MONOTONIC_RAW))
+		return NULL;
+	for (uint32_t other = 0; other < CPU_MAX_CPUS; other++) {
+		uint64_t mult = __atomic_load_n(&page->raw_records[other].mult, __ATOMIC_RELAXED);
+
+		if (mult != 0 && mult < SERVICE_PAGE_MIN_MULT)
+			return "a CLOCK_MONOTONIC_RAW line with an absurd slope";
 	}
+	if (__atomic_load_n(&page->raw_records[cpu].mult, __ATOMIC_RELAXED) == 0 ||
+	    service_page_line_agrees(&page->raw_records[cpu], CLOCK_MONOTONIC_RAW))
+		return NULL;
+	return "its CLOCK_MONOTONIC_RAW lines disagree with this process's";
 }
 
 /* The judge, and the line it judged the page by (where it serves): its
@@ -218,6 +247,9 @@ const char *service_page_judge_by_line(const struct table_page *page,
 	     header->time_ns_device != expect->time_ns_device))
 		return "written in another time namespace";
 	refused = service_page_judge_lines(page, line);
+	if (refused == NULL)
+		refused =
+		    service_page_judge_raw_lines(page, (uint32_t)(*line - page->records), flags);
 	if (refused == NULL)
 		refused = service_page_judge_offsets(page, flags);
 	if (refused != NULL)

@@ -47,18 +47,34 @@ static void table_store16(struct table_record *record, uint64_t lo, uint64_t hi)
 
 /* A record with no slope is stored as (0, 0), which the fast read turns into
  * ns = 0 and refuses by its clamp test, without a test of its own. */
-void table_publish(uint32_t cpu, struct calib_line line)
+static void table_publish_into(struct table_record *records, uint32_t cpu, struct calib_line line)
 {
 	if (cpu >= CPU_MAX_CPUS || table_is_read_only())
 		return;
-	table_store16(&table_page.records[cpu], line.mult, line.mult != 0 ? line.offset : 0);
+	table_store16(&records[cpu], line.mult, line.mult != 0 ? line.offset : 0);
 }
 
+void table_publish(uint32_t cpu, struct calib_line line)
+{
+	table_publish_into(table_page.records, cpu, line);
+}
+
+void table_publish_raw(uint32_t cpu, struct calib_line line)
+{
+	table_publish_into(table_page.raw_records, cpu, line);
+}
+
+/* The raw line first: a reader never finds a raw line on a CPU whose
+ * monotonic line has gone, which the validity would not explain. */
 void table_withdraw(uint32_t cpu)
 {
-	if (cpu >= CPU_MAX_CPUS || table_is_read_only())
-		return;
-	table_store16(&table_page.records[cpu], 0, 0);
+	table_withdraw_raw(cpu);
+	table_publish_into(table_page.records, cpu, (struct calib_line){ 0, 0 });
+}
+
+void table_withdraw_raw(uint32_t cpu)
+{
+	table_publish_into(table_page.raw_records, cpu, (struct calib_line){ 0, 0 });
 }
 
 void table_set_validity(uint64_t valid_from_tsc, uint64_t valid_ticks)

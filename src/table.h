@@ -55,7 +55,12 @@ struct table_shared {
 struct table_page {
 	unsigned char header[TABLE_PAGE_HEADER_BYTES];
 	struct table_shared shared;
+	/* The lines calibrated against CLOCK_MONOTONIC, by CPU id. */
 	struct table_record records[CPU_MAX_CPUS];
+	/* Those calibrated against CLOCK_MONOTONIC_RAW, under the same
+	 * validity: a CPU's raw line is withdrawn whenever its monotonic
+	 * line is. */
+	struct table_record raw_records[CPU_MAX_CPUS];
 } __attribute__((aligned(TABLE_PAGE_ALIGN)));
 
 _Static_assert(sizeof(struct table_page) % TABLE_PAGE_ALIGN == 0,
@@ -73,10 +78,14 @@ extern __attribute__((visibility("hidden"))) bool table_read_only;
 #define TABLE_WANTED_WORDS (CPU_MAX_CPUS / (8 * sizeof(unsigned long)))
 extern __attribute__((visibility("hidden"))) unsigned long table_wanted[TABLE_WANTED_WORDS];
 
-/* Publishes one CPU's line atomically. */
+/* Publishes one CPU's monotonic line atomically. */
 void table_publish(uint32_t cpu, struct calib_line line);
-/* Makes readers on this CPU answer with libc. */
+/* Publishes one CPU's CLOCK_MONOTONIC_RAW line atomically. */
+void table_publish_raw(uint32_t cpu, struct calib_line line);
+/* Makes readers on this CPU answer every clock with libc. */
 void table_withdraw(uint32_t cpu);
+/* Makes readers on this CPU answer CLOCK_MONOTONIC_RAW with libc. */
+void table_withdraw_raw(uint32_t cpu);
 /* Makes every record stale at once (fork child before its refresh thread). */
 void table_set_validity(uint64_t valid_from_tsc, uint64_t valid_ticks);
 
@@ -141,15 +150,23 @@ static inline struct calib_line table_load_record(const struct table_record *rec
 	return line;
 }
 
-static inline struct calib_line table_load(uint32_t cpu)
+/* One CPU's line of the given lines (a constant at every call). */
+static inline struct calib_line table_load_lines(enum clock_lines lines, uint32_t cpu)
 {
-	const struct table_record *records = table_page.records;
+	const struct table_record *records =
+	    lines == CLOCK_LINES_RAW ? table_page.raw_records : table_page.records;
 
 	/* The records' address taken whole: left to itself, GCC folds the
 	 * records' place in the page into the index (add 16, then shift) and
 	 * puts one more instruction before the read path's load. */
 	__asm__("" : "+r"(records));
 	return table_load_record(&records[cpu]);
+}
+
+/* One CPU's monotonic line. */
+static inline struct calib_line table_load(uint32_t cpu)
+{
+	return table_load_lines(CLOCK_LINES_MONOTONIC, cpu);
 }
 
 #endif

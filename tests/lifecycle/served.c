@@ -6,7 +6,9 @@
  *
  *   layout            (without the preload) where the page's fields are,
  *                     from src/service_page.h and src/table.h, as
- *                     page_size, version_at, valid_ticks_at, records_at
+ *                     page_size, version_at, version_other (a version
+ *                     that is not this one's, below 256), valid_ticks_at,
+ *                     records_at
  *   probe [WAIT_MS]   1000 reads of CLOCK_MONOTONIC (first_libc_calls: how
  *                     many reached libc; a thread's first time call seeds
  *                     the clamp with one of libc's readings, so 1 where the
@@ -322,8 +324,10 @@ static int served_time_namespace(bool by_setns, bool raw, bool child)
 int main(int argc, char **argv)
 {
 	if (argc == 2 && strcmp(argv[1], "layout") == 0) {
-		printf("page_size=%u\nversion_at=%zu\nvalid_ticks_at=%zu\nrecords_at=%zu\n",
+		printf("page_size=%u\nversion_at=%zu\nversion_other=%u\nvalid_ticks_at=%zu\n"
+		       "records_at=%zu\n",
 		       SERVICE_PAGE_SIZE, offsetof(struct service_page_header, version),
+		       (SERVICE_PAGE_VERSION + 1u) & 0xffu,
 		       offsetof(struct table_page, shared.valid_ticks),
 		       offsetof(struct table_page, records));
 		return 0;

@@ -42,6 +42,7 @@ static void clock_test_setup(void)
 	cpu_set_t one;
 
 	memset(table_page.records, 0, sizeof table_page.records);
+	memset(table_page.raw_records, 0, sizeof table_page.raw_records);
 	memset(&table_page.shared, 0, sizeof table_page.shared);
 	memset(&clock_thread, 0, sizeof clock_thread);
 	table_wanted_clear();
@@ -60,6 +61,7 @@ static void clock_test_teardown(void)
 	if (clock_test_pinned)
 		sched_setaffinity(0, sizeof clock_test_saved_mask, &clock_test_saved_mask);
 	memset(table_page.records, 0, sizeof table_page.records);
+	memset(table_page.raw_records, 0, sizeof table_page.raw_records);
 	memset(&table_page.shared, 0, sizeof table_page.shared);
 	memset(&clock_thread, 0, sizeof clock_thread);
 }
@@ -784,6 +786,145 @@ START_TEST(test_clock_no_slope_stored_empty)
 }
 END_TEST
 
+/* Gives every CPU the same CLOCK_MONOTONIC_RAW line (the validity is the
+ * monotonic lines', set by clock_test_publish_all). */
+static void clock_test_publish_all_raw(struct calib_line line)
+{
+	for (uint32_t cpu = 0; cpu < CPU_MAX_CPUS; cpu++)
+		table_publish_raw(cpu, line);
+}
+
+/* A CLOCK_MONOTONIC_RAW answer, between two TSC reads, lies on line. */
+static uint64_t clock_test_raw_read(bool (*read)(uint32_t, struct timespec *), uint32_t mode,
+				    struct calib_line line)
+{
+	uint64_t before, after, ns;
+	struct timespec ts;
+
+	before = clock_test_tsc();
+	ck_assert_msg(read(mode, &ts), "CLOCK_MONOTONIC_RAW did not answer");
+	after = clock_test_tsc();
+	ns = clock_test_ns(&ts);
+	clock_test_between(ns, calib_line_eval(line, before), calib_line_eval(line, after));
+	return ns;
+}
+
+/* CLOCK_MONOTONIC_RAW answers from its own lines, not the monotonic ones,
+ * in every form of the read (careful, fast once the careful one has set
+ * its clamp and second, both), while MONOTONIC keeps answering from its
+ * own: two lines a minute apart, each answer on its own. */
+START_TEST(test_clock_raw_own_lines)
+{
+	uint32_t mode = clock_test_modes[_i];
+	uint64_t now = clock_test_tsc();
+	struct calib_line mono = clock_test_line_at(CLOCK_TEST_MULT, now, 5000 * NS_PER_SEC);
+	struct calib_line raw = clock_test_line_at(CLOCK_TEST_MULT, now, 4940 * NS_PER_SEC + 7);
+
+	ck_assert_msg(clock_test_pinned, "cannot pin the test thread to its CPU");
+	clock_test_publish_all(mono);
+	clock_test_publish_all_raw(raw);
+	for (unsigned i = 0; i < 300; i++) {
+		struct timespec ts;
+		uint64_t before, after;
+
+		clock_test_raw_read(clock_careful_raw, mode, raw);
+		if (mode & CLOCK_CPU_GETCPU)
+			ck_assert(!clock_fast_raw(mode, &ts));
+		else if (clock_thread.raw_second.sec ==
+			 (int64_t)(calib_line_eval(raw, clock_test_tsc()) / NS_PER_SEC))
+			clock_test_raw_read(clock_fast_raw, mode, raw);
+		clock_test_raw_read(clock_answer_raw, mode, raw);
+		before = clock_test_tsc();
+		ck_assert(clock_answer_monotonic(mode, &ts));
+		after = clock_test_tsc();
+		clock_test_between(clock_test_ns(&ts), calib_line_eval(mono, before),
+				   calib_line_eval(mono, after));
+	}
+}
+END_TEST
+
+/* Each set of lines has its own clamp: a raw line republished 1 us behind
+ * holds CLOCK_MONOTONIC_RAW at its last answer, and leaves the monotonic
+ * clamp alone; a monotonic line republished behind leaves the raw clock
+ * answering on its line. */
+START_TEST(test_clock_raw_clamp)
+{
+	uint32_t mode = clock_test_modes[_i];
+	uint64_t now = clock_test_tsc();
+	struct calib_line mono = clock_test_line_at(CLOCK_TEST_CRAWL_MULT, now, 300 * NS_PER_SEC);
+	struct calib_line raw = clock_test_line_at(CLOCK_TEST_CRAWL_MULT, now, 200 * NS_PER_SEC);
+	struct calib_line behind;
+	uint64_t first_raw, first_mono, mono_clamp, raw_clamp;
+	struct timespec ts;
+
+	clock_test_publish_all(mono);
+	clock_test_publish_all_raw(raw);
+	ck_assert(clock_answer_raw(mode, &ts));
+	first_raw = clock_test_ns(&ts);
+	ck_assert_uint_eq(clock_thread.last_raw_ns, first_raw);
+	ck_assert(clock_answer_monotonic(mode, &ts));
+	first_mono = clock_test_ns(&ts);
+	mono_clamp = clock_thread.last_mono_ns;
+
+	behind = raw;
+	behind.offset -= 1000;
+	clock_test_publish_all_raw(behind);
+	for (unsigned i = 0; i < 100; i++) {
+		ck_assert(clock_answer_raw(mode, &ts));
+		ck_assert_uint_ge(clock_test_ns(&ts), first_raw);
+		if (calib_line_eval(behind, clock_test_tsc()) < first_raw)
+			ck_assert_uint_eq(clock_test_ns(&ts), first_raw);
+	}
+	ck_assert_uint_eq(clock_thread.last_mono_ns, mono_clamp);
+
+	raw_clamp = clock_thread.last_raw_ns;
+	behind = mono;
+	behind.offset -= 1000;
+	clock_test_publish_all(behind);
+	ck_assert(clock_answer_monotonic(mode, &ts));
+	ck_assert_uint_eq(clock_test_ns(&ts), first_mono);
+	ck_assert_uint_eq(clock_thread.last_raw_ns, raw_clamp);
+}
+END_TEST
+
+/* CLOCK_MONOTONIC_RAW answers only where its own line is published and
+ * the table is fresh: with raw records empty the monotonic clock still
+ * answers and the raw one does not; table_withdraw_raw takes the raw line
+ * alone, table_withdraw both; a stale table refuses both. */
+START_TEST(test_clock_raw_no_line)
+{
+	uint32_t mode = clock_test_modes[_i];
+	uint64_t now = clock_test_tsc();
+	struct calib_line line = clock_test_line_at(CLOCK_TEST_MULT, now, 70 * NS_PER_SEC);
+	struct timespec ts;
+
+	ck_assert_msg(clock_test_pinned, "cannot pin the test thread to its CPU");
+	clock_test_publish_all(line);
+	ck_assert(clock_answer_monotonic(mode, &ts));
+	ck_assert(!clock_answer_raw(mode, &ts));
+
+	clock_test_publish_all_raw(line);
+	ck_assert(clock_answer_raw(mode, &ts));
+	table_withdraw_raw((uint32_t)clock_test_cpu);
+	ck_assert(!clock_answer_raw(mode, &ts));
+	ck_assert(clock_answer_monotonic(mode, &ts));
+
+	table_publish_raw((uint32_t)clock_test_cpu, line);
+	ck_assert(clock_answer_raw(mode, &ts));
+	table_withdraw((uint32_t)clock_test_cpu);
+	ck_assert(!clock_answer_raw(mode, &ts));
+	ck_assert(!clock_answer_monotonic(mode, &ts));
+
+	table_publish((uint32_t)clock_test_cpu, line);
+	table_publish_raw((uint32_t)clock_test_cpu, line);
+	ck_assert(clock_answer_raw(mode, &ts));
+	clock_thread.last_raw_ns = 42;
+	table_set_validity(0, now / 2);
+	ck_assert(!clock_answer_raw(mode, &ts));
+	ck_assert_uint_eq(clock_thread.last_raw_ns, 42);
+}
+END_TEST
+
 Suite *suite_clock(void)
 {
 	Suite *suite = suite_create("clock");
@@ -810,6 +951,9 @@ Suite *suite_clock(void)
 	tcase_add_loop_test(tc, test_clock_offset_clocks, 0, modes);
 	tcase_add_loop_test(tc, test_clock_offset_seconds_independent, 0, modes);
 	tcase_add_loop_test(tc, test_clock_offset_moves_forward, 0, modes);
+	tcase_add_loop_test(tc, test_clock_raw_own_lines, 0, modes);
+	tcase_add_loop_test(tc, test_clock_raw_clamp, 0, modes);
+	tcase_add_loop_test(tc, test_clock_raw_no_line, 0, modes);
 	tcase_add_test(tc, test_clock_no_slope_stored_empty);
 	suite_add_tcase(suite, tc);
 	return suite;

@@ -22,6 +22,7 @@ static const struct {
 	{ "CLOCK_API_MONOTONIC", CLOCK_API_MONOTONIC },
 	{ "CLOCK_API_BOOTTIME", CLOCK_API_BOOTTIME },
 	{ "CLOCK_API_TAI", CLOCK_API_TAI },
+	{ "CLOCK_API_MONOTONIC_RAW", CLOCK_API_MONOTONIC_RAW },
 	{ "CLOCK_API_GETTIMEOFDAY", CLOCK_API_GETTIMEOFDAY },
 	{ "CLOCK_API_TIME", CLOCK_API_TIME },
 	{ "CLOCK_API_TIMESPEC_GET", CLOCK_API_TIMESPEC_GET },
@@ -38,8 +39,9 @@ static const struct {
 #define CLOCK_TABLE_TEST_ID_MASK ((1u << CLOCK_ID_BITS) - 1u)
 
 /* Each row's api bit is 1 << its clock id, below CLOCK_ID_BITS; it reads
- * its own bit among its entry points and no other clock id's; ids and
- * offset kinds are each used once; together the rows cover every entry
+ * its own bit among its entry points and no other clock id's; ids are each
+ * used once, and so is each pair of lines and offset kind (two rows that
+ * shared both would be one clock); together the rows cover every entry
  * point, and only REALTIME's row has gettimeofday, time and timespec_get. */
 START_TEST(test_clock_table_rows)
 {
@@ -67,15 +69,18 @@ START_TEST(test_clock_table_rows)
 			      row->entry_points);
 		ck_assert_msg(row->offset < CLOCK_OFFSET_COUNT, "%s: offset kind %d", row->name,
 			      (int)row->offset);
+		ck_assert_msg(row->lines < CLOCK_LINES_COUNT, "%s: lines %d", row->name,
+			      (int)row->lines);
 		ck_assert_msg((row->entry_points & others) == 0 || row->id == CLOCK_REALTIME,
 			      "%s: gettimeofday, time or timespec_get read it", row->name);
 		ck_assert_msg((apis & row->api) == 0, "%s: clock id used twice", row->name);
 		ck_assert_msg((entry_points & row->entry_points) == 0,
 			      "%s: an entry point read by two rows", row->name);
 		for (unsigned j = 0; j < i; j++)
-			ck_assert_msg(clock_table[j].offset != row->offset,
-				      "%s and %s add the same offset kind", clock_table[j].name,
-				      row->name);
+			ck_assert_msg(clock_table[j].offset != row->offset ||
+					  clock_table[j].lines != row->lines,
+				      "%s and %s add the same offset kind to the same lines",
+				      clock_table[j].name, row->name);
 		apis |= row->api;
 		entry_points |= row->entry_points;
 	}
@@ -84,19 +89,27 @@ START_TEST(test_clock_table_rows)
 }
 END_TEST
 
-/* Each row says which clock and offset it is, and its name says so too. */
+/* Each row says which clock, lines and offset it is, and its name says so
+ * too: CLOCK_MONOTONIC_RAW alone is answered by the raw lines, which NTP's
+ * slews never reach. */
 START_TEST(test_clock_table_row_contents)
 {
 	static const struct {
 		clockid_t id;
 		const char *name;
+		enum clock_lines lines;
 		enum clock_offset_kind offset;
 		uint32_t api;
 	} expected[] = {
-		{ CLOCK_REALTIME, "CLOCK_REALTIME", CLOCK_OFFSET_REALTIME, CLOCK_API_REALTIME },
-		{ CLOCK_MONOTONIC, "CLOCK_MONOTONIC", CLOCK_OFFSET_NONE, CLOCK_API_MONOTONIC },
-		{ CLOCK_BOOTTIME, "CLOCK_BOOTTIME", CLOCK_OFFSET_BOOTTIME, CLOCK_API_BOOTTIME },
-		{ CLOCK_TAI, "CLOCK_TAI", CLOCK_OFFSET_TAI, CLOCK_API_TAI },
+		{ CLOCK_REALTIME, "CLOCK_REALTIME", CLOCK_LINES_MONOTONIC, CLOCK_OFFSET_REALTIME,
+		  CLOCK_API_REALTIME },
+		{ CLOCK_MONOTONIC, "CLOCK_MONOTONIC", CLOCK_LINES_MONOTONIC, CLOCK_OFFSET_NONE,
+		  CLOCK_API_MONOTONIC },
+		{ CLOCK_BOOTTIME, "CLOCK_BOOTTIME", CLOCK_LINES_MONOTONIC, CLOCK_OFFSET_BOOTTIME,
+		  CLOCK_API_BOOTTIME },
+		{ CLOCK_TAI, "CLOCK_TAI", CLOCK_LINES_MONOTONIC, CLOCK_OFFSET_TAI, CLOCK_API_TAI },
+		{ CLOCK_MONOTONIC_RAW, "CLOCK_MONOTONIC_RAW", CLOCK_LINES_RAW, CLOCK_OFFSET_NONE,
+		  CLOCK_API_MONOTONIC_RAW },
 	};
 
 	ck_assert_uint_eq(sizeof expected / sizeof expected[0], CLOCK_TABLE_ROWS);
@@ -107,6 +120,8 @@ START_TEST(test_clock_table_row_contents)
 		ck_assert_str_eq(row->name, expected[i].name);
 		ck_assert_msg(row->offset == expected[i].offset, "%s adds offset kind %d, not %d",
 			      row->name, (int)row->offset, (int)expected[i].offset);
+		ck_assert_msg(row->lines == expected[i].lines, "%s is answered by lines %d, not %d",
+			      row->name, (int)row->lines, (int)expected[i].lines);
 		ck_assert_uint_eq(row->api, expected[i].api);
 	}
 }
@@ -146,12 +161,11 @@ START_TEST(test_clock_table_bits_disjoint)
 END_TEST
 
 /* clock_table_row finds each row by its id, and nothing for the clocks
- * libc answers: MONOTONIC_RAW (no lines of its own), the coarse clocks,
- * the CPU-time clocks, the alarm clocks, unused and negative ids. */
+ * libc answers: the coarse clocks, the CPU-time clocks, the alarm clocks,
+ * unused and negative ids. */
 START_TEST(test_clock_table_row_lookup)
 {
 	static const clockid_t none[] = {
-		CLOCK_MONOTONIC_RAW,
 		CLOCK_REALTIME_COARSE,
 		CLOCK_MONOTONIC_COARSE,
 		CLOCK_PROCESS_CPUTIME_ID,
@@ -176,8 +190,9 @@ START_TEST(test_clock_table_row_lookup)
 }
 END_TEST
 
-/* Every offset kind has its row, and the row of a row's offset kind is
- * that row: offset kind and clock id lead to each other. */
+/* Every offset kind has its row among the clocks of the monotonic lines,
+ * and the row of such a row's offset kind is that row: offset kind and
+ * clock id lead to each other. */
 START_TEST(test_clock_table_offset_round_trip)
 {
 	for (unsigned kind = 0; kind < CLOCK_OFFSET_COUNT; kind++) {
@@ -186,11 +201,13 @@ START_TEST(test_clock_table_offset_round_trip)
 
 		ck_assert_msg(row != NULL, "no row adds offset kind %u", kind);
 		ck_assert_uint_eq(row->offset, kind);
+		ck_assert_uint_eq(row->lines, CLOCK_LINES_MONOTONIC);
 		ck_assert_ptr_eq(clock_table_row(row->id), row);
 	}
 	for (unsigned i = 0; i < CLOCK_TABLE_ROWS; i++)
-		ck_assert_ptr_eq(clock_table_row_for_offset(clock_table[i].offset),
-				 &clock_table[i]);
+		if (clock_table[i].lines == CLOCK_LINES_MONOTONIC)
+			ck_assert_ptr_eq(clock_table_row_for_offset(clock_table[i].offset),
+					 &clock_table[i]);
 	ck_assert_ptr_null(clock_table_row_for_offset(CLOCK_OFFSET_COUNT));
 }
 END_TEST

@@ -27,25 +27,30 @@ static struct table_page service_page_test_page;
 static struct service_page_expect service_page_test_expect;
 static char service_page_test_file[64];
 
-static uint64_t service_page_test_mono_ns(void)
+static uint64_t service_page_test_clock_ns(clockid_t clock)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	clock_gettime(clock, &ts);
 	return timespec_to_ns(&ts);
 }
 
-/* This machine's line, from two readings 20 ms apart: good to about ten
- * nanoseconds per millisecond, far inside the reader's 1 ms. */
-static struct calib_line service_page_test_line(void)
+static uint64_t service_page_test_mono_ns(void)
+{
+	return service_page_test_clock_ns(CLOCK_MONOTONIC);
+}
+
+/* This machine's line for clock, from two readings 20 ms apart: good to
+ * about ten nanoseconds per millisecond, far inside the reader's 1 ms. */
+static struct calib_line service_page_test_line_of(clockid_t clock)
 {
 	const struct timespec pause = { 0, 20000000 };
-	uint64_t tsc0 = cpu_rdtsc(), ns0 = service_page_test_mono_ns(), tsc1, ns1;
+	uint64_t tsc0 = cpu_rdtsc(), ns0 = service_page_test_clock_ns(clock), tsc1, ns1;
 	struct calib_line line;
 
 	nanosleep(&pause, NULL);
 	tsc1 = cpu_rdtsc();
-	ns1 = service_page_test_mono_ns();
+	ns1 = service_page_test_clock_ns(clock);
 	line.mult = (uint64_t)(((unsigned __int128)(ns1 - ns0) << 64) / (tsc1 - tsc0));
 	line.offset = ns1 - (uint64_t)(((unsigned __int128)tsc1 * line.mult) >> 64);
 	return line;
@@ -61,7 +66,7 @@ static void service_page_test_setup(void)
 		.interval_ms = SETTINGS_DEFAULT_INTERVAL_MS,
 	};
 	struct table_page *page = &service_page_test_page;
-	struct calib_line line = service_page_test_line();
+	struct calib_line line = service_page_test_line_of(CLOCK_MONOTONIC);
 	struct timespec realtime;
 
 	memset(page, 0, sizeof *page);
@@ -227,6 +232,36 @@ START_TEST(test_other_clock_refused)
 }
 END_TEST
 
+/* CLOCK_MONOTONIC_RAW's lines, where the page answers that clock (its bit
+ * in the flags): lines that follow this kernel's CLOCK_MONOTONIC_RAW serve,
+ * as do none at all (libc answers it); lines a second off it, as in
+ * another boot or time namespace, or one with an absurd slope, are
+ * refused. Without the bit they are not looked at. */
+START_TEST(test_raw_lines_judged)
+{
+	struct calib_line raw = service_page_test_line_of(CLOCK_MONOTONIC_RAW);
+	struct table_shared *shared = &service_page_test_page.shared;
+
+	shared->api_flags |= CLOCK_API_MONOTONIC_RAW;
+	service_page_test_judged(NULL);
+	for (uint32_t cpu = 0; cpu < SERVICE_PAGE_TEST_CPUS; cpu++) {
+		service_page_test_page.raw_records[cpu].mult = raw.mult;
+		service_page_test_page.raw_records[cpu].offset = raw.offset;
+	}
+	service_page_test_judged(NULL);
+	for (uint32_t cpu = 0; cpu < SERVICE_PAGE_TEST_CPUS; cpu++)
+		service_page_test_page.raw_records[cpu].offset += 1000000000ull;
+	service_page_test_judged("CLOCK_MONOTONIC_RAW");
+	shared->api_flags &= ~(uint32_t)CLOCK_API_MONOTONIC_RAW;
+	service_page_test_judged(NULL);
+	shared->api_flags |= CLOCK_API_MONOTONIC_RAW;
+	for (uint32_t cpu = 0; cpu < SERVICE_PAGE_TEST_CPUS; cpu++)
+		service_page_test_page.raw_records[cpu].offset -= 1000000000ull;
+	service_page_test_page.raw_records[SERVICE_PAGE_TEST_CPUS + 1].mult = 1000;
+	service_page_test_judged("CLOCK_MONOTONIC_RAW line with an absurd slope");
+}
+END_TEST
+
 /* A CPU this process may run on without a line: its readers there would
  * answer with libc for ever. */
 START_TEST(test_uncovered_cpu_refused)
@@ -312,6 +347,7 @@ Suite *suite_service_page(void)
 	tcase_add_test(tc, test_absurd_lines_refused);
 	tcase_add_test(tc, test_other_clock_refused);
 	tcase_add_test(tc, test_uncovered_cpu_refused);
+	tcase_add_test(tc, test_raw_lines_judged);
 	tcase_add_test(tc, test_file_checks);
 	suite_add_tcase(s, tc);
 	return s;
