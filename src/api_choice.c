@@ -13,6 +13,7 @@
 #include "look.h"
 #include "offsets.h"
 #include "placement.h"
+#include "raw_lines.h"
 #include "table.h"
 #include "verdict.h"
 
@@ -65,9 +66,14 @@ static __attribute__((noinline)) int api_entry_other_clock(clockid_t id, struct 
 	uint32_t flags = __atomic_load_n(&api_measured_flags, __ATOMIC_RELAXED);
 	const struct clock_row *row = clock_table_row(id);
 
+	bool answered;
+
 	if (row == NULL || !((flags >> id) & 1) || ts == NULL)
 		return -1;
-	return clock_answer_offset_clock(flags, row->offset, ts) ? 0 : api_fell_back(-1);
+	answered = row->lines == CLOCK_LINES_RAW
+		       ? clock_answer_raw(flags, ts)
+		       : clock_answer_offset_clock(flags, row->offset, ts);
+	return answered ? 0 : api_fell_back(-1);
 }
 
 static __attribute__((noinline)) int api_entry_clock_gettime(clockid_t id, struct timespec *ts)
@@ -158,6 +164,7 @@ API_CLOCK_LOOPS(monotonic, CLOCK_MONOTONIC)
 API_CLOCK_LOOPS(realtime, CLOCK_REALTIME)
 API_CLOCK_LOOPS(boottime, CLOCK_BOOTTIME)
 API_CLOCK_LOOPS(tai, CLOCK_TAI)
+API_CLOCK_LOOPS(monotonic_raw, CLOCK_MONOTONIC_RAW)
 
 static __attribute__((noinline)) void api_libc_gettimeofday(uint32_t flags, unsigned calls)
 {
@@ -222,14 +229,18 @@ static double api_time_loop(api_loop_fn loop, uint32_t flags)
 }
 
 /* The CLOCK_API_* bits the lines can answer now: those of every clock whose
- * offset is published (a kernel without CLOCK_TAI has none for it). */
+ * offset is published (a kernel without CLOCK_TAI has none for it) and
+ * whose lines answer wherever the monotonic ones do. */
 static uint32_t api_choice_answerable(void)
 {
 	uint32_t bits = 0;
 
-	for (unsigned i = 0; i < CLOCK_TABLE_ROWS; i++)
-		if (offsets_known(clock_table[i].offset))
-			bits |= clock_table[i].entry_points;
+	for (unsigned i = 0; i < CLOCK_TABLE_ROWS; i++) {
+		const struct clock_row *row = &clock_table[i];
+
+		if (row->lines == CLOCK_LINES_RAW ? raw_lines_ready() : offsets_known(row->offset))
+			bits |= row->entry_points;
+	}
 	return bits;
 }
 
@@ -249,19 +260,22 @@ uint32_t api_choice_measure(uint32_t mode_flags, struct api_cost costs[API_CHOIC
 		{ "clock_gettime(CLOCK_BOOTTIME)", CLOCK_API_BOOTTIME, api_libc_boottime,
 		  api_fast_boottime },
 		{ "clock_gettime(CLOCK_TAI)", CLOCK_API_TAI, api_libc_tai, api_fast_tai },
+		{ "clock_gettime(CLOCK_MONOTONIC_RAW)", CLOCK_API_MONOTONIC_RAW,
+		  api_libc_monotonic_raw, api_fast_monotonic_raw },
 		{ "gettimeofday", CLOCK_API_GETTIMEOFDAY, api_libc_gettimeofday,
 		  api_fast_gettimeofday },
 		{ "time", CLOCK_API_TIME, api_libc_time, api_fast_time },
 		{ "timespec_get(TIME_UTC)", CLOCK_API_TIMESPEC_GET, api_libc_timespec_get,
 		  api_fast_timespec_get },
 	};
-	uint32_t chosen = 0;
+	uint32_t chosen = 0, answerable = api_choice_answerable();
 
 	/* The loops call libc through its resolved functions. */
 	libc_resolve();
 	api_fallbacks = 0;
-	__atomic_store_n(&api_measured_flags, mode_flags | CLOCK_API_ALL, __ATOMIC_RELAXED);
+	__atomic_store_n(&api_measured_flags, mode_flags | answerable, __ATOMIC_RELAXED);
 	for (unsigned a = 0; a < API_CHOICE_COUNT; a++) {
+		bool measure_fast = (answerable & apis[a].flag) != 0;
 		double best_libc = 1e30, best_fast = 1e30;
 
 		/* Alternate, and keep each side's best round: the least disturbed
@@ -273,7 +287,7 @@ uint32_t api_choice_measure(uint32_t mode_flags, struct api_cost costs[API_CHOIC
 			 * the lines' validity: a look renews it. */
 			look_once();
 			libc_ns = api_time_loop(apis[a].libc_loop, mode_flags);
-			fast_ns = api_time_loop(apis[a].fast_loop, mode_flags);
+			fast_ns = measure_fast ? api_time_loop(apis[a].fast_loop, mode_flags) : 0;
 			if (libc_ns < best_libc)
 				best_libc = libc_ns;
 			if (fast_ns < best_fast)
@@ -282,12 +296,12 @@ uint32_t api_choice_measure(uint32_t mode_flags, struct api_cost costs[API_CHOIC
 		costs[a].name = apis[a].name;
 		costs[a].flag = apis[a].flag;
 		costs[a].libc_ns = best_libc;
-		costs[a].fast_ns = best_fast;
-		if (best_fast < best_libc * API_CHOICE_MARGIN)
+		costs[a].fast_ns = measure_fast ? best_fast : 0;
+		if (measure_fast && best_fast < best_libc * API_CHOICE_MARGIN)
 			chosen |= apis[a].flag;
 	}
 	*fallbacks = api_fallbacks;
-	return chosen & api_choice_answerable();
+	return chosen & answerable;
 }
 
 /* The next CPU after the last choice's that has a line: the measurement
@@ -313,10 +327,13 @@ static bool api_choice_cpu(uint32_t *cpu_out)
 
 /* Whether the entry points should be measured (again): never yet, or more
  * CPUs have lines than when they were (the first round that covers every
- * CPU, a CPU that joined), or the last measurement was thrown away. */
+ * CPU, a CPU that joined), or the lines can answer a clock they could not
+ * (CLOCK_MONOTONIC_RAW's lines a round behind), or the last measurement
+ * was thrown away. */
 static bool api_choice_due(unsigned with_line)
 {
-	return !api_choice_made || with_line > api_choice_last.cpus_with_line;
+	return !api_choice_made || with_line > api_choice_last.cpus_with_line ||
+	       (api_choice_answerable() & ~api_choice_last.answerable) != 0;
 }
 
 uint32_t api_choice_flags_for(uint32_t apis)
@@ -370,8 +387,9 @@ static void api_choice_choose(unsigned round, unsigned with_line, bool force)
 			  cpu, fallbacks);
 		return;
 	}
+	api_choice_last.answerable = api_choice_answerable();
 	if (force)
-		chosen = CLOCK_API_ALL & api_choice_answerable();
+		chosen = CLOCK_API_ALL & api_choice_last.answerable;
 	memcpy(api_choice_costs, costs, sizeof costs);
 	api_choice_last.round = round;
 	api_choice_last.after_start_ns = libc_monotonic_ns() - api_choice_started_ns;
@@ -383,10 +401,19 @@ static void api_choice_choose(unsigned round, unsigned with_line, bool force)
 		  "with lines on %u of %u CPUs",
 		  round, (double)api_choice_last.after_start_ns / 1e9, cpu, with_line,
 		  api_choice_last.cpus_usable);
-	for (unsigned a = 0; a < API_CHOICE_COUNT; a++)
-		debug_log("%s: libc %.1f ns, fasttime %.1f ns: %s", api_choice_costs[a].name,
-			  api_choice_costs[a].libc_ns, api_choice_costs[a].fast_ns,
-			  (chosen & api_choice_costs[a].flag) ? "fast" : "libc");
+	for (unsigned a = 0; a < API_CHOICE_COUNT; a++) {
+		const struct api_cost *cost = &api_choice_costs[a];
+
+		/* Not "libc" for a clock whose lines are not ready: the next
+		 * round chooses it (api_choice_due). */
+		if (cost->fast_ns == 0)
+			debug_log("%s: libc %.1f ns, fasttime not measured: no lines for it yet",
+				  cost->name, cost->libc_ns);
+		else
+			debug_log("%s: libc %.1f ns, fasttime %.1f ns: %s", cost->name,
+				  cost->libc_ns, cost->fast_ns,
+				  (chosen & cost->flag) ? "fast" : "libc");
+	}
 }
 
 void api_choice_begin(uint64_t now_ns)

@@ -15,6 +15,7 @@ enum api_choice_index {
 	API_CHOICE_REALTIME,
 	API_CHOICE_BOOTTIME,
 	API_CHOICE_TAI,
+	API_CHOICE_MONOTONIC_RAW,
 	API_CHOICE_GETTIMEOFDAY,
 	API_CHOICE_TIME,
 	API_CHOICE_TIMESPEC_GET,
@@ -25,13 +26,15 @@ struct api_cost {
 	const char *name;
 	uint32_t flag;	/* its CLOCK_API_* bit */
 	double libc_ns; /* per call, the best of several rounds */
-	double fast_ns;
+	double fast_ns; /* 0: not measured (the lines cannot answer it yet) */
 };
 
 /* Measures each entry point's fast path (read as mode_flags, the
  * CLOCK_READ_BITS of clock.h, say) against libc's, alternating, and returns
  * the CLOCK_API_* bits of those that were clearly faster (by 3 %). The
- * table must be valid. *fallbacks counts the calls the counter could not
+ * table must be valid. An entry point the lines cannot answer yet (a
+ * clock whose offset or lines are not published) is measured on libc's
+ * side only. *fallbacks counts the calls the counter could not
  * answer: any at all, and the fast figures are libc's, not the counter's.
  * Between the timed runs a look of the watch renews the lines' validity
  * (look_once): over a slow kernel clock the measurement outlasts it. */
@@ -46,8 +49,9 @@ struct api_choice_record {
 	uint32_t cpu;		 /* the CPU it was measured on, which had a line */
 	unsigned cpus_with_line; /* of cpus_usable, at the time */
 	unsigned cpus_usable;
-	unsigned rejected; /* measurements thrown away: a call fell back */
-	uint32_t chosen;   /* the CLOCK_API_* bits chosen */
+	unsigned rejected;   /* measurements thrown away: a call fell back */
+	uint32_t chosen;     /* the CLOCK_API_* bits chosen */
+	uint32_t answerable; /* the CLOCK_API_* bits the lines could answer */
 };
 extern struct api_choice_record api_choice_last;
 /* Costs measured when choosing the entry points, for diagnostics. */

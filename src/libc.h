@@ -59,22 +59,24 @@ static inline int libc_timespec_get(struct timespec *ts, int base)
 	return __atomic_load_n(&libc_time.timespec_get, __ATOMIC_ACQUIRE)(ts, base);
 }
 
-/* libc's CLOCK_MONOTONIC and CLOCK_REALTIME in nanoseconds: the engine's
- * own reads of the kernel's clocks (whatever is preloaded beneath us). */
-static inline uint64_t libc_monotonic_ns(void)
+/* libc's clock id in nanoseconds: the engine's own reads of the kernel's
+ * clocks (whatever is preloaded beneath us). */
+static inline uint64_t libc_clock_ns(clockid_t id)
 {
 	struct timespec ts;
 
-	libc_clock_gettime(CLOCK_MONOTONIC, &ts);
+	libc_clock_gettime(id, &ts);
 	return timespec_to_ns(&ts);
+}
+
+static inline uint64_t libc_monotonic_ns(void)
+{
+	return libc_clock_ns(CLOCK_MONOTONIC);
 }
 
 static inline uint64_t libc_realtime_ns(void)
 {
-	struct timespec ts;
-
-	libc_clock_gettime(CLOCK_REALTIME, &ts);
-	return timespec_to_ns(&ts);
+	return libc_clock_ns(CLOCK_REALTIME);
 }
 
 #endif

@@ -274,9 +274,11 @@ void lines_cpu_leaves(uint32_t cpu)
 {
 	struct lines_cpu *c = &lines_cpus[cpu];
 
-	if (c->allowed || c->calib.line.mult != 0) {
+	if (c->allowed || c->calib.line.mult != 0 || c->raw.line.mult != 0) {
 		table_withdraw(cpu);
 		calib_cpu_reset(&c->calib);
+		calib_cpu_reset(&c->raw);
+		c->raw_withdrawn = false;
 		c->failing_since_ns = 0;
 		c->dropped = false;
 		c->withdrawn = false;

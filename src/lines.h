@@ -41,6 +41,11 @@ struct lines_cpu {
 	 * twice as long after each such visit (round.c). */
 	uint64_t unreachable_until_ns;
 	uint64_t unreachable_backoff_ns;
+	/* CLOCK_MONOTONIC_RAW's line here (raw_lines.h): its calibration,
+	 * and whether it was taken from readers (its sample failed, or a
+	 * look found it off); it restarts at its next sample then. */
+	struct calib_cpu raw;
+	bool raw_withdrawn;
 };
 
 extern struct lines_cpu lines_cpus[CPU_MAX_CPUS];

@@ -7,7 +7,8 @@
 #include "debug.h"
 #include "lines.h"
 #include "offsets.h"
-#include "round.h"
+#include "raw_lines.h"
+#include "sandwich.h"
 #include "watch.h"
 
 /* Set by a look that saw the counter and the kernel's clock part; taken by
@@ -33,7 +34,7 @@ static bool look_sample(struct calib_sample *best, uint32_t *cpu_out)
 		struct calib_sample sample;
 		struct cpu_stamp stamp;
 
-		if (!round_sandwich(&sample, &stamp) || stamp.cpu >= CPU_MAX_CPUS ||
+		if (!sandwich_take(CLOCK_MONOTONIC, &sample, &stamp) || stamp.cpu >= CPU_MAX_CPUS ||
 		    !lines_cpu_answers(&lines_cpus[stamp.cpu]))
 			continue;
 		if (found && sample.width_ns >= best->width_ns)
@@ -137,6 +138,8 @@ enum look_verdict look_once(void)
 			  cpu, (long long)error, (unsigned long long)sample.width_ns);
 		return LOOK_ROUND_DUE;
 	}
+	if (!raw_lines_look(cpu, LOOK_SANDWICHES))
+		return LOOK_ROUND_DUE;
 	return LOOK_RENEWED;
 }
 

@@ -91,10 +91,17 @@ void refresh_after_fork_in_child(void);
  * the parent's memory. No system call. */
 void refresh_check_process(void);
 
+/* How long refresh_calibrate_now keeps calibrating a machine whose CPUs
+ * do not all have lines yet: on a loaded machine (a calibration service
+ * started at boot, beside a build) sandwiches widen and the first lines
+ * come late; a few rounds would give up on a machine that is only busy. */
+#define REFRESH_CALIBRATE_PATIENCE_NS (10ull * 1000000000ull)
 /* Calibrates synchronously in the calling thread until every usable CPU has
- * a line and the lines are trusted, then chooses the entry points; restores
- * the thread's affinity. Returns false when the fast path cannot run here
- * (verdict.unusable says why). */
+ * a line (CLOCK_MONOTONIC_RAW's too) and the lines are trusted, then
+ * chooses the entry points; at least 8 rounds, and no longer than
+ * REFRESH_CALIBRATE_PATIENCE_NS after that; restores the thread's
+ * affinity. Returns false when the fast path cannot run here
+ * (verdict.unusable says why) or no CPU could be given a line. */
 bool refresh_calibrate_now(void);
 /* Measures the entry points and chooses again now, as the refresh thread
  * does after a round, from whatever CPU the caller is on; for the tools and

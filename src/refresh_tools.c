@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "api_choice.h"
+#include "clock_table.h"
 #include "libc.h"
 #include "lines.h"
 #include "look.h"
@@ -17,11 +18,20 @@
 #include "round.h"
 #include "verdict.h"
 
+/* Whether the calibration is done: every usable CPU has a line, and its
+ * raw line, and the entry points are chosen with every clock answerable. */
+static bool refresh_tools_calibrated(unsigned with_line)
+{
+	return with_line == api_choice_last.cpus_usable && api_choice_made &&
+	       (api_choice_last.answerable & CLOCK_API_MONOTONIC_RAW) != 0;
+}
+
 bool refresh_calibrate_now(void)
 {
 	const struct refresh_settings *settings = refresh_recorded_settings();
 	unsigned long saved[PLACEMENT_MASK_WORDS];
 	unsigned with_line = 0;
+	uint64_t began;
 
 	api_choice_forget();
 	/* The tools: they may read files, and describe every CPU. */
@@ -31,15 +41,17 @@ bool refresh_calibrate_now(void)
 	if (sched_getaffinity(0, sizeof saved, (cpu_set_t *)saved) != 0 ||
 	    verdict_prepare(settings->relaxed) != NULL || !placement_read_affinity())
 		return false;
-	api_choice_begin(libc_monotonic_ns());
-	for (unsigned round = 0; round < 8; round++) {
+	began = libc_monotonic_ns();
+	api_choice_begin(began);
+	for (unsigned round = 0;; round++) {
 		uint64_t start = libc_monotonic_ns();
 		uint64_t next = round_interval_after(round, settings->configured_interval_ns);
 		struct round_result result = round_run(next, look_take_discontinuity());
 
 		with_line = result.with_line;
 		refresh_after_round(round, &result);
-		if (with_line == api_choice_last.cpus_usable && api_choice_made)
+		if (refresh_tools_calibrated(with_line) || verdict.unusable != NULL ||
+		    (round >= 7 && start - began >= REFRESH_CALIBRATE_PATIENCE_NS))
 			break;
 		refresh_sleep_until(round_next_deadline(start + result.next_interval_ns));
 	}

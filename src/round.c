@@ -13,8 +13,10 @@
 #include "evidence.h"
 #include "libc.h"
 #include "lines.h"
-#include "placement.h"
 #include "offsets.h"
+#include "placement.h"
+#include "raw_lines.h"
+#include "sandwich.h"
 #include "table.h"
 #include "verdict.h"
 
@@ -29,8 +31,10 @@ void round_after_fork(void)
 	if (!__atomic_load_n(&round_in_progress, __ATOMIC_RELAXED))
 		return;
 	for (uint32_t cpu = 0; cpu < CPU_MAX_CPUS; cpu++)
-		if (lines_cpus[cpu].allowed)
+		if (lines_cpus[cpu].allowed) {
 			calib_cpu_reset(&lines_cpus[cpu].calib);
+			calib_cpu_reset(&lines_cpus[cpu].raw);
+		}
 	round_in_progress = false;
 }
 
@@ -41,44 +45,6 @@ uint64_t round_interval_after(unsigned round, uint64_t configured_ns)
 	for (unsigned i = 0; i < round && interval < configured_ns; i++)
 		interval *= CALIB_INTERVAL_GROWTH;
 	return interval < configured_ns ? interval : configured_ns;
-}
-
-/* One sandwich: the kernel's monotonic clock, the counter read as the
- * sandwiches read it (with the CPU it was read on, in *stamp), the kernel's
- * clock again; false when the kernel's clock ran back between. */
-bool round_sandwich(struct calib_sample *sample, struct cpu_stamp *stamp)
-{
-	uint64_t before = libc_monotonic_ns(), after;
-
-	*stamp = cpu_read_stamp(verdict.sample_reading);
-	after = libc_monotonic_ns();
-	if (after < before)
-		return false;
-	sample->tsc = stamp->tsc;
-	sample->width_ns = after - before;
-	sample->ns = before + sample->width_ns / 2;
-	return true;
-}
-
-/* Takes sandwiches on the CPU this thread is pinned to; false when none was
- * taken there (the thread was moved each time). */
-static bool round_sample_cpu(uint32_t cpu, struct calib_sample *best, uint32_t *node)
-{
-	struct calib_sample samples[ROUND_SANDWICHES];
-	unsigned n = 0;
-
-	for (unsigned i = 0; i < ROUND_SANDWICHES; i++) {
-		struct cpu_stamp stamp;
-
-		if (!round_sandwich(&samples[n], &stamp) || stamp.cpu != cpu)
-			continue;
-		*node = stamp.node;
-		n++;
-	}
-	if (n == 0)
-		return false;
-	*best = samples[calib_narrowest(samples, n)];
-	return true;
 }
 
 static const char *round_outcome_name(enum calib_outcome outcome)
@@ -99,7 +65,7 @@ static bool round_sample_one(uint32_t cpu, struct calib_sample *sample)
 {
 	struct lines_cpu *state = &lines_cpus[cpu];
 
-	if (!round_sample_cpu(cpu, sample, &state->node)) {
+	if (!sandwich_narrowest_on(CLOCK_MONOTONIC, cpu, ROUND_SANDWICHES, sample, &state->node)) {
 		lines_cpu_failed(cpu, state, libc_monotonic_ns());
 		return false;
 	}
@@ -241,7 +207,8 @@ struct round_result round_run(uint64_t scheduled_ns, bool restart)
 	unsigned long usable_cpus[PLACEMENT_MASK_WORDS];
 	unsigned long sampled[PLACEMENT_MASK_WORDS], renewed[PLACEMENT_MASK_WORDS];
 	struct calib_sample narrowest = { .width_ns = UINT64_MAX };
-	uint64_t mult = 0, shared_mult = 0, best_uncertainty = UINT64_MAX;
+	struct raw_lines_round raw;
+	uint64_t mult = 0, shared_mult = 0, best_uncertainty = UINT64_MAX, raw_wanted;
 	uint64_t round_start_ns = libc_monotonic_ns();
 	unsigned with_line = 0, usable = 0;
 	bool steady = true, relaunched;
@@ -253,6 +220,7 @@ struct round_result round_run(uint64_t scheduled_ns, bool restart)
 	memset(usable_cpus, 0, sizeof usable_cpus);
 	memset(sampled, 0, sizeof sampled);
 	memset(renewed, 0, sizeof renewed);
+	raw_lines_round_begin(&raw);
 	/* First every CPU's sample, then the machine's slope from the least
 	 * uncertain of them, then every line drawn with it and aimed, within
 	 * its own sandwich, at the round's narrowest sandwich (calib.h). */
@@ -283,6 +251,8 @@ struct round_result round_run(uint64_t scheduled_ns, bool restart)
 		cpu_mask_set(usable_cpus, cpu);
 		usable++;
 		taken = round_sample_one(cpu, &round_samples[cpu]);
+		if (taken)
+			raw_lines_visit(&raw, cpu, ROUND_SANDWICHES);
 		if (!round_visit_end(cpu, visit_start) || !taken)
 			continue;
 		cpu_mask_set(sampled, cpu);
@@ -313,13 +283,24 @@ struct round_result round_run(uint64_t scheduled_ns, bool restart)
 		if (wanted < next_interval_ns)
 			next_interval_ns = wanted;
 	}
+	raw_wanted = raw_lines_aim(&raw, scheduled_ns, restart);
+	if (raw_wanted < next_interval_ns)
+		next_interval_ns = raw_wanted;
 	relaunched = lines_relaunch_if_lapsed();
 	lines_shorten_validity(shared_mult);
 	for (uint32_t cpu = cpu_mask_next(sampled, PLACEMENT_MASK_WORDS, 0); cpu < CPU_MAX_CPUS;
-	     cpu = cpu_mask_next(sampled, PLACEMENT_MASK_WORDS, cpu + 1))
-		if (round_update_one(cpu, &round_samples[cpu], next_interval_ns, shared_mult,
-				     restart))
-			cpu_mask_set(renewed, cpu);
+	     cpu = cpu_mask_next(sampled, PLACEMENT_MASK_WORDS, cpu + 1)) {
+		const struct lines_cpu *c = &lines_cpus[cpu];
+		/* A raw line its readers left (libc answered there) restarts
+		 * on its sample, as the monotonic line does (round_update_one). */
+		bool raw_restart = restart || (c->raw.line.mult != 0 && !raw_lines_cpu_answers(c));
+
+		if (!round_update_one(cpu, &round_samples[cpu], next_interval_ns, shared_mult,
+				      restart))
+			continue;
+		cpu_mask_set(renewed, cpu);
+		raw_lines_update(&raw, cpu, next_interval_ns, raw_restart);
+	}
 	lines_withdraw_unsampled(renewed);
 	if (restart)
 		debug_log("the counter and the kernel's clock parted between rounds (a suspend, a "

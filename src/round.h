@@ -11,9 +11,11 @@
 
 #include "calib.h"
 #include "cpu.h"
+#include "sandwich.h"
 
 /* Sandwiches taken per CPU per round; the narrowest is kept. */
 #define ROUND_SANDWICHES 15u
+_Static_assert(ROUND_SANDWICHES <= SANDWICH_MAX_PER_VISIT, "a visit's sandwiches fit");
 /* The first intervals are short, so that the fast path starts soon, and grow
  * by CALIB_INTERVAL_GROWTH until they reach the configured one; the first is
  * the shortest a calibration allows. */
@@ -42,10 +44,6 @@ struct round_result {
  * parted since the last (a look saw it): every line starts over at its
  * sample. */
 struct round_result round_run(uint64_t scheduled_ns, bool restart);
-/* One sandwich of the counter between two reads of the kernel's clock, on
- * whichever CPU the caller is (in *stamp); false when the kernel's clock
- * ran back between. */
-bool round_sandwich(struct calib_sample *sample, struct cpu_stamp *stamp);
 /* The interval after round number round (0-based). */
 uint64_t round_interval_after(unsigned round, uint64_t configured_ns);
 /* When the next round is due: scheduled_ns, or sooner when a CPU without a

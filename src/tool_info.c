@@ -159,13 +159,17 @@ static void tool_info_print_choice(bool relaxed, bool disabled)
 	       api_choice_last.round, (double)api_choice_last.after_start_ns / 1e9,
 	       api_choice_last.cpu, api_choice_last.cpus_with_line, api_choice_last.cpus_usable,
 	       api_choice_last.rejected > 0 ? " (after measurements thrown away)" : "");
-	printf("  %-32s %7s %8s  %s\n", "entry point", "libc", "fasttime", "answered by");
+	printf("  %-35s %7s %8s  %s\n", "entry point", "libc", "fasttime", "answered by");
 	for (unsigned a = 0; a < API_CHOICE_COUNT; a++) {
 		const struct api_cost *cost = &api_choice_costs[a];
+		char fast_ns[16] = "-";
 
-		printf("  %-32s %7.1f %8.1f  %s\n", cost->name, cost->libc_ns, cost->fast_ns,
+		if (cost->fast_ns > 0)
+			snprintf(fast_ns, sizeof fast_ns, "%.1f", cost->fast_ns);
+		printf("  %-35s %7.1f %8s  %s\n", cost->name, cost->libc_ns, fast_ns,
 		       (chosen & cost->flag) ? "fasttime"
-					     : "libc (the counter was not faster here)");
+		       : cost->fast_ns > 0   ? "libc (the counter was not faster here)"
+					     : "libc (no lines for it yet)");
 	}
 }
 
@@ -179,14 +183,16 @@ static void tool_info_print_costs(const struct tool_info_report *report)
 		printf("(%u calls could not read the counter and went to libc: the figures may "
 		       "be libc's)\n",
 		       report->calls_fell_back);
-	printf("  %-32s %7s %8s %8s\n", "entry point", "libc", "ordered", "relaxed");
+	printf("  %-35s %7s %8s %8s\n", "entry point", "libc", "ordered", "relaxed");
 	for (unsigned a = 0; a < API_CHOICE_COUNT; a++) {
-		char ordered_ns[16] = "-";
+		char ordered_ns[16] = "-", relaxed_ns[16] = "-";
 
-		if (report->can_order)
+		if (report->can_order && report->ordered[a].fast_ns > 0)
 			snprintf(ordered_ns, sizeof ordered_ns, "%.1f", report->ordered[a].fast_ns);
-		printf("  %-32s %7.1f %8s %8.1f\n", report->relaxed[a].name,
-		       tool_info_report_libc_ns(report, a), ordered_ns, report->relaxed[a].fast_ns);
+		if (report->relaxed[a].fast_ns > 0)
+			snprintf(relaxed_ns, sizeof relaxed_ns, "%.1f", report->relaxed[a].fast_ns);
+		printf("  %-35s %7.1f %8s %8s\n", report->relaxed[a].name,
+		       tool_info_report_libc_ns(report, a), ordered_ns, relaxed_ns);
 	}
 }
 

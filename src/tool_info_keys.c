@@ -20,6 +20,7 @@ static const char *const tool_info_keys_api_names[] = {
 	[API_CHOICE_REALTIME] = "clock_gettime_realtime",
 	[API_CHOICE_BOOTTIME] = "clock_gettime_boottime",
 	[API_CHOICE_TAI] = "clock_gettime_tai",
+	[API_CHOICE_MONOTONIC_RAW] = "clock_gettime_monotonic_raw",
 	[API_CHOICE_GETTIMEOFDAY] = "gettimeofday",
 	[API_CHOICE_TIME] = "time",
 	[API_CHOICE_TIMESPEC_GET] = "timespec_get_utc",
@@ -248,8 +249,8 @@ static void tool_info_keys_choice(const struct tool_info_report *report)
 		tool_info_keys_maybe(tool_info_keys_name(key, sizeof key, "api", api, "libc_ns"),
 				     chosen, "%.1f", cost->libc_ns);
 		tool_info_keys_maybe(
-		    tool_info_keys_name(key, sizeof key, "api", api, "fasttime_ns"), chosen, "%.1f",
-		    cost->fast_ns);
+		    tool_info_keys_name(key, sizeof key, "api", api, "fasttime_ns"),
+		    chosen && cost->fast_ns > 0, "%.1f", cost->fast_ns);
 		tool_info_keys_put(tool_info_keys_name(key, sizeof key, "api", api, "answered_by"),
 				   "%s",
 				   chosen && (choice->chosen & cost->flag) ? "fasttime" : "libc");
@@ -258,10 +259,11 @@ static void tool_info_keys_choice(const struct tool_info_report *report)
 		    tool_info_report_libc_ns(report, a));
 		tool_info_keys_maybe(
 		    tool_info_keys_name(key, sizeof key, "api", api, "cost_ordered_ns"),
-		    costs && report->can_order, "%.1f", report->ordered[a].fast_ns);
+		    costs && report->can_order && report->ordered[a].fast_ns > 0, "%.1f",
+		    report->ordered[a].fast_ns);
 		tool_info_keys_maybe(
-		    tool_info_keys_name(key, sizeof key, "api", api, "cost_relaxed_ns"), costs,
-		    "%.1f", report->relaxed[a].fast_ns);
+		    tool_info_keys_name(key, sizeof key, "api", api, "cost_relaxed_ns"),
+		    costs && report->relaxed[a].fast_ns > 0, "%.1f", report->relaxed[a].fast_ns);
 	}
 	tool_info_keys_maybe("costs.rounds", costs, "%u", TOOL_INFO_COST_ROUNDS);
 	tool_info_keys_maybe("costs.calls_fell_back", costs, "%u", report->calls_fell_back);

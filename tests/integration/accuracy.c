@@ -5,7 +5,8 @@
  *
  * Asserts p99 <= 1 us and max <= 5 us for clock_gettime(CLOCK_MONOTONIC),
  * clock_gettime(CLOCK_REALTIME), clock_gettime(CLOCK_BOOTTIME),
- * clock_gettime(CLOCK_TAI), gettimeofday and timespec_get(TIME_UTC), and
+ * clock_gettime(CLOCK_TAI), clock_gettime(CLOCK_MONOTONIC_RAW),
+ * gettimeofday and timespec_get(TIME_UTC), and
  * that no entry point ever steps back within the thread. Under
  * FASTTIME_FORCE=1 (with FASTTIME_DEBUG=1) every entry point must have been
  * answered from the TSC, or the run proves nothing about it. The thread moves
@@ -35,6 +36,7 @@ enum accuracy_clock {
 	ACCURACY_REALTIME,
 	ACCURACY_BOOTTIME,
 	ACCURACY_TAI,
+	ACCURACY_MONOTONIC_RAW,
 	ACCURACY_GETTIMEOFDAY,
 	ACCURACY_TIMESPEC_GET,
 	ACCURACY_COUNT,
@@ -45,13 +47,14 @@ static const char *const accuracy_names[ACCURACY_COUNT] = {
 	"clock_gettime(CLOCK_REALTIME)",
 	"clock_gettime(CLOCK_BOOTTIME)",
 	"clock_gettime(CLOCK_TAI)",
+	"clock_gettime(CLOCK_MONOTONIC_RAW)",
 	"gettimeofday",
 	"timespec_get(TIME_UTC)",
 };
 
 static const enum integ_api accuracy_api[ACCURACY_COUNT] = {
-	INTEG_API_MONOTONIC, INTEG_API_REALTIME,     INTEG_API_BOOTTIME,
-	INTEG_API_TAI,	     INTEG_API_GETTIMEOFDAY, INTEG_API_TIMESPEC_GET,
+	INTEG_API_MONOTONIC,	 INTEG_API_REALTIME,	 INTEG_API_BOOTTIME,	 INTEG_API_TAI,
+	INTEG_API_MONOTONIC_RAW, INTEG_API_GETTIMEOFDAY, INTEG_API_TIMESPEC_GET,
 };
 
 struct accuracy_stats {
@@ -162,6 +165,8 @@ static void accuracy_round(void)
 	 * and a cached second of one clock is tested against the next. */
 	accuracy_bracket(ACCURACY_BOOTTIME, CLOCK_BOOTTIME);
 	accuracy_bracket(ACCURACY_TAI, CLOCK_TAI);
+	/* MONOTONIC_RAW has lines of its own, and a clamp of its own. */
+	accuracy_bracket(ACCURACY_MONOTONIC_RAW, CLOCK_MONOTONIC_RAW);
 
 	integ_libc.clock_gettime(CLOCK_REALTIME, &before);
 	clock_gettime(CLOCK_REALTIME, &ours);
@@ -209,7 +214,7 @@ static void accuracy_move(const cpu_set_t *allowed, int *cpu)
 /* Prints the figures of each clock and fails those beyond the limits. */
 static void accuracy_report(const enum integ_path paths[INTEG_API_COUNT], double seconds)
 {
-	printf("%-31s %-7s %10s %8s %8s %6s %6s %6s %9s %7s\n", "entry point", "path", "samples",
+	printf("%-35s %-7s %10s %8s %8s %6s %6s %6s %9s %7s\n", "entry point", "path", "samples",
 	       "early", "late", "p50", "p99", "max", "backwards", "bracket");
 	for (unsigned c = 0; c < ACCURACY_COUNT; c++) {
 		const struct accuracy_stats *stats = &accuracy_stats[c];
@@ -220,7 +225,7 @@ static void accuracy_report(const enum integ_path paths[INTEG_API_COUNT], double
 		uint64_t width =
 		    accuracy_percentile(stats->widths, stats->samples, 50, ACCURACY_EXACT_NS);
 
-		printf("%-31s %-7s %10llu %8llu %8llu %6llu %6llu %6llu %9llu %7llu\n",
+		printf("%-35s %-7s %10llu %8llu %8llu %6llu %6llu %6llu %9llu %7llu\n",
 		       accuracy_names[c], integ_path_name(paths[accuracy_api[c]]),
 		       (unsigned long long)stats->samples, (unsigned long long)stats->early,
 		       (unsigned long long)stats->late, (unsigned long long)p50,

@@ -24,6 +24,7 @@ const char *const integ_api_names[INTEG_API_COUNT] = {
 	"clock_gettime(CLOCK_REALTIME)",
 	"clock_gettime(CLOCK_BOOTTIME)",
 	"clock_gettime(CLOCK_TAI)",
+	"clock_gettime(CLOCK_MONOTONIC_RAW)",
 	"gettimeofday",
 	"time",
 	"timespec_get(TIME_UTC)",

@@ -16,8 +16,10 @@
  *                     CLOCK_BOOTTIME follow the kernel's within
  *                     MOVES_SLEW_ERROR_NS while it slews, and within
  *                     MOVES_SETTLED_ERROR_NS from 2 s after the slew ends;
- *                     neither goes back, or stands still for 1 ms while the
- *                     lines answer.
+ *                     its CLOCK_MONOTONIC_RAW, which the kernel never
+ *                     slews, stays within MOVES_SETTLED_ERROR_NS of the
+ *                     kernel's throughout; none goes back, or stands still
+ *                     for 1 ms while the lines answer.
  *   moves slew-under LOAD PPM
  *                     the same slew beside a load that keeps the refresh
  *                     thread from running: fifo-hop (a SCHED_FIFO busy
@@ -26,26 +28,28 @@
  *                     (the tap holds it in a round, on a visit to a CPU,
  *                     which is then left for a while); the slew
  *                     stops under the load. Whoever answers (the lines or
- *                     libc), CLOCK_MONOTONIC and CLOCK_BOOTTIME never go
- *                     back, never stand still for 1 ms, and are off by no
- *                     more than the slew test allows.
+ *                     libc), CLOCK_MONOTONIC, CLOCK_BOOTTIME and
+ *                     CLOCK_MONOTONIC_RAW never go back, never stand still
+ *                     for 1 ms, and are off by no more than the slew test
+ *                     allows.
  *   moves suspend     the machine resumes after 5 s, then after 30 s, of
  *                     suspend (the tap moves CLOCK_BOOTTIME, CLOCK_REALTIME
  *                     and CLOCK_TAI, not CLOCK_MONOTONIC): the library's
  *                     BOOTTIME, REALTIME (all three functions) and TAI
  *                     follow, BOOTTIME never goes back, and CLOCK_MONOTONIC
- *                     stays with the kernel's throughout.
+ *                     and CLOCK_MONOTONIC_RAW stay with the kernel's
+ *                     throughout.
  *   moves fallback    the refresh thread's clock runs 300 us ahead of what
  *                     libc answers everyone else, so the lines do too; the
  *                     thread is then held until the lines go stale, and
- *                     each of the four functions (and CLOCK_BOOTTIME and
- *                     CLOCK_TAI), answered by libc, must never go back in
- *                     the reading thread.
+ *                     each of the four functions (and CLOCK_BOOTTIME,
+ *                     CLOCK_TAI and CLOCK_MONOTONIC_RAW), answered by libc,
+ *                     must never go back in the reading thread.
  *
- * CLOCK_BOOTTIME and CLOCK_TAI are checked where the library answers them
- * from the TSC: the scripts force it (FASTTIME_FORCE=1); where a reading
- * lets the library choose and it chose libc, their checks are left out,
- * and the output says so.
+ * CLOCK_BOOTTIME, CLOCK_TAI and CLOCK_MONOTONIC_RAW are checked where the
+ * library answers them from the TSC: the scripts force it
+ * (FASTTIME_FORCE=1); where a reading lets the library choose and it chose
+ * libc, their checks are left out, and the output says so.
  *
  * How long each step took to be followed is printed, not judged: the
  * machines are shared. A step not followed within 10 s fails.
@@ -181,6 +185,30 @@ static void moves_check_mono_unmoved(uint64_t tolerance_ns)
 	moves_last_mono = answer;
 	if (answer + tolerance_ns < before || answer > after + tolerance_ns)
 		life_fail("CLOCK_MONOTONIC moved with the suspend: %+.6f s from the kernel's",
+			  ((double)answer - (double)before) / 1e9);
+}
+
+/* The preloaded CLOCK_MONOTONIC_RAW, where the library answers it from the
+ * TSC: a suspend moves it no more than CLOCK_MONOTONIC (the kernel's
+ * counts no suspend either), and it never goes back. */
+static bool moves_raw_fast;
+static uint64_t moves_last_raw;
+
+static void moves_check_raw_unmoved(uint64_t tolerance_ns)
+{
+	uint64_t before, answer, after;
+
+	if (!moves_raw_fast)
+		return;
+	before = moves_tap_clock_ns(CLOCK_MONOTONIC_RAW);
+	answer = moves_clock_ns(CLOCK_MONOTONIC_RAW);
+	after = moves_tap_clock_ns(CLOCK_MONOTONIC_RAW);
+	if (answer < moves_last_raw)
+		life_fail("CLOCK_MONOTONIC_RAW went back by %llu ns",
+			  (unsigned long long)(moves_last_raw - answer));
+	moves_last_raw = answer;
+	if (answer + tolerance_ns < before || answer > after + tolerance_ns)
+		life_fail("CLOCK_MONOTONIC_RAW moved with the suspend: %+.6f s from the kernel's",
 			  ((double)answer - (double)before) / 1e9);
 }
 
@@ -323,6 +351,7 @@ static void moves_one_suspend(int64_t ns, const char *name)
 	start = life_libc_mono_ns();
 	while (life_libc_mono_ns() - start < 10 * LIFE_NS_PER_SEC) {
 		moves_check_mono_unmoved(tolerance);
+		moves_check_raw_unmoved(tolerance);
 		if (moves_boot_follows(tolerance) && moves_follows(tolerance)) {
 			seen = life_libc_mono_ns();
 			break;
@@ -335,6 +364,7 @@ static void moves_one_suspend(int64_t ns, const char *name)
 	life_say("resumed after %s: followed after %.1f ms", name, (double)(seen - start) / 1e6);
 	for (int i = 0; i < 1000; i++) {
 		moves_check_mono_unmoved(tolerance);
+		moves_check_raw_unmoved(tolerance);
 		if (!moves_boot_follows(tolerance) || !moves_follows(tolerance))
 			life_fail("resumed after %s: followed, then lost: %s %+lld ns from the "
 				  "kernel's clock",
@@ -349,12 +379,15 @@ static void moves_suspends(void)
 	moves_kernel_tai_minus_real = moves_read_kernel_tai_offset();
 	moves_boot_fast = moves_clock_fast(CLOCK_BOOTTIME, "CLOCK_BOOTTIME");
 	moves_tai_fast = moves_clock_fast(CLOCK_TAI, "CLOCK_TAI");
-	life_say("CLOCK_BOOTTIME %s, CLOCK_TAI %s",
+	moves_raw_fast = moves_clock_fast(CLOCK_MONOTONIC_RAW, "CLOCK_MONOTONIC_RAW");
+	life_say("CLOCK_BOOTTIME %s, CLOCK_TAI %s, CLOCK_MONOTONIC_RAW %s",
 		 moves_boot_fast ? "from the TSC" : "left to libc",
-		 moves_tai_fast ? "from the TSC" : "left to libc");
+		 moves_tai_fast ? "from the TSC" : "left to libc",
+		 moves_raw_fast ? "from the TSC" : "left to libc");
 	/* Each check holds before the first resume, or the test says nothing. */
 	moves_last_mono = life_mono_ns();
 	moves_check_mono_unmoved(100000);
+	moves_check_raw_unmoved(100000);
 	if (!moves_boot_follows(100000) || !moves_follows(100000))
 		life_fail("not with the kernel's clock before any suspend: %s %+lld ns",
 			  moves_off_what, (long long)moves_off_by);
@@ -362,17 +395,25 @@ static void moves_suspends(void)
 	moves_one_suspend(30 * s, "30 s");
 }
 
-/* The clocks the slew tests follow: CLOCK_MONOTONIC, and CLOCK_BOOTTIME,
+/* The clocks the slew tests follow: CLOCK_MONOTONIC, CLOCK_BOOTTIME,
  * which the kernel slews with it (the library answers it from the same
- * lines, plus an offset). */
-#define MOVES_SLEWED 2
+ * lines, plus an offset), and CLOCK_MONOTONIC_RAW, which it never slews
+ * (the library answers it from lines of its own): a raw clock made from
+ * the monotonic lines would carry the slew. */
+#define MOVES_TRACKED 3
 static const struct {
 	clockid_t id;
 	const char *name;
-} moves_slewed[MOVES_SLEWED] = {
-	{ CLOCK_MONOTONIC, "CLOCK_MONOTONIC" },
-	{ CLOCK_BOOTTIME, "CLOCK_BOOTTIME" },
+	bool slewed;
+} moves_tracked[MOVES_TRACKED] = {
+	{ CLOCK_MONOTONIC, "CLOCK_MONOTONIC", true },
+	{ CLOCK_BOOTTIME, "CLOCK_BOOTTIME", true },
+	{ CLOCK_MONOTONIC_RAW, "CLOCK_MONOTONIC_RAW", false },
 };
+
+/* Which tracked clocks the library answers from the TSC here
+ * (moves_require_tracked_fast): the others are left out. */
+static bool moves_tracked_fast[MOVES_TRACKED];
 
 /* How the library's clock kept up with a slewed kernel clock. */
 struct moves_follow {
@@ -398,9 +439,9 @@ struct moves_follow {
 static void moves_follow_once(unsigned c, struct moves_follow *track)
 {
 	uint64_t libc_before = life_fallthrough();
-	uint64_t before = moves_tap_clock_ns(moves_slewed[c].id);
-	uint64_t answer = moves_clock_ns(moves_slewed[c].id);
-	uint64_t after = moves_tap_clock_ns(moves_slewed[c].id);
+	uint64_t before = moves_tap_clock_ns(moves_tracked[c].id);
+	uint64_t answer = moves_clock_ns(moves_tracked[c].id);
+	uint64_t after = moves_tap_clock_ns(moves_tracked[c].id);
 	uint64_t error = answer < before ? before - answer : answer > after ? answer - after : 0;
 	/* The tap's reads are not counted: only the library's answer. */
 	bool from_libc = life_fallthrough() != libc_before;
@@ -433,33 +474,37 @@ static void moves_follow_once(unsigned c, struct moves_follow *track)
 	track->last_from_libc = from_libc;
 }
 
-/* Reads each slewed clock of the library in turn, for ms of libc's time,
+/* Reads each tracked clock of the library in turn, for ms of libc's time,
  * noting into tracks. */
-static void moves_follow_for(unsigned ms, struct moves_follow tracks[MOVES_SLEWED])
+static void moves_follow_for(unsigned ms, struct moves_follow tracks[MOVES_TRACKED])
 {
 	uint64_t end = life_libc_mono_ns() + ms * LIFE_NS_PER_MS;
 
 	while (life_libc_mono_ns() < end)
-		for (unsigned c = 0; c < MOVES_SLEWED; c++)
-			moves_follow_once(c, &tracks[c]);
+		for (unsigned c = 0; c < MOVES_TRACKED; c++)
+			if (moves_tracked_fast[c])
+				moves_follow_once(c, &tracks[c]);
 }
 
 /* Starts new tracks that carry on from the last answers of earlier ones. */
-static void moves_follow_from(struct moves_follow tracks[MOVES_SLEWED],
-			      const struct moves_follow earlier[MOVES_SLEWED])
+static void moves_follow_from(struct moves_follow tracks[MOVES_TRACKED],
+			      const struct moves_follow earlier[MOVES_TRACKED])
 {
-	for (unsigned c = 0; c < MOVES_SLEWED; c++)
+	for (unsigned c = 0; c < MOVES_TRACKED; c++)
 		tracks[c] = (struct moves_follow){ .last = earlier[c].last };
 }
 
 /* Where the library leaves a slewed clock to libc (FASTTIME_FORCE off),
  * the slew tests would test libc: they require each answered from the
- * TSC. */
-static void moves_require_slewed_fast(void)
+ * TSC. CLOCK_MONOTONIC_RAW left to libc is left out (and said so). */
+static void moves_require_tracked_fast(void)
 {
-	for (unsigned c = 0; c < MOVES_SLEWED; c++)
-		if (!moves_clock_fast(moves_slewed[c].id, moves_slewed[c].name))
-			life_skip("%s left to libc", moves_slewed[c].name);
+	for (unsigned c = 0; c < MOVES_TRACKED; c++) {
+		moves_tracked_fast[c] =
+		    moves_clock_fast(moves_tracked[c].id, moves_tracked[c].name);
+		if (!moves_tracked_fast[c] && moves_tracked[c].slewed)
+			life_skip("%s left to libc", moves_tracked[c].name);
+	}
 }
 
 /* The bounds the slew test holds the library to, with room for a loaded
@@ -472,16 +517,28 @@ static void moves_require_slewed_fast(void)
 #define MOVES_SLEW_ERROR_NS    20000000u
 #define MOVES_SETTLED_ERROR_NS 100000u
 
+/* The bound a tracked clock is held to in a phase whose bound for the
+ * slewed clocks is slewed_ns (UINT64_MAX: none): a clock the kernel does
+ * not slew is held to the settled bound all along. */
+static uint64_t moves_bound_for(unsigned c, uint64_t slewed_ns)
+{
+	return moves_tracked[c].slewed || slewed_ns < MOVES_SETTLED_ERROR_NS
+		   ? slewed_ns
+		   : MOVES_SETTLED_ERROR_NS;
+}
+
 /* Prints one phase of a slew and fails on a step back, or on a standstill
  * of 1 ms or more that no answer from libc explains: a correction of the
  * line held the clock. (Lines gone stale on a starved machine hand the
  * thread to libc, whose answer its clamp may hold; that is reported.) */
 static void moves_report(int64_t ppm, const char *phase, const struct moves_follow tracks[])
 {
-	for (unsigned c = 0; c < MOVES_SLEWED; c++) {
+	for (unsigned c = 0; c < MOVES_TRACKED; c++) {
 		const struct moves_follow *track = &tracks[c];
-		const char *name = moves_slewed[c].name;
+		const char *name = moves_tracked[c].name;
 
+		if (!moves_tracked_fast[c])
+			continue;
 		life_say("%s, slew %+lld ppm, %s: max error %llu ns, longest standstill %llu ns "
 			 "(%llu answers from libc in it), %llu steps back",
 			 name, (long long)ppm, phase, (unsigned long long)track->max_error_ns,
@@ -502,21 +559,23 @@ static void moves_report(int64_t ppm, const char *phase, const struct moves_foll
 	}
 }
 
-/* Fails where a track is off by more than max_error_ns. */
+/* Fails where a track is off by more than its bound in a phase whose
+ * slewed clocks may be off by max_error_ns (moves_bound_for). */
 static void moves_bound(const struct moves_follow tracks[], uint64_t max_error_ns, const char *when)
 {
-	for (unsigned c = 0; c < MOVES_SLEWED; c++)
-		if (tracks[c].max_error_ns > max_error_ns)
-			life_fail("%s off by %llu ns %s", moves_slewed[c].name,
+	for (unsigned c = 0; c < MOVES_TRACKED; c++)
+		if (moves_tracked_fast[c] &&
+		    tracks[c].max_error_ns > moves_bound_for(c, max_error_ns))
+			life_fail("%s off by %llu ns %s", moves_tracked[c].name,
 				  (unsigned long long)tracks[c].max_error_ns, when);
 }
 
 static void moves_slew_test(int64_t ppm)
 {
-	struct moves_follow during[MOVES_SLEWED] = { 0 }, after[MOVES_SLEWED],
-			    settled[MOVES_SLEWED];
+	struct moves_follow during[MOVES_TRACKED] = { 0 }, after[MOVES_TRACKED],
+			    settled[MOVES_TRACKED];
 
-	moves_require_slewed_fast();
+	moves_require_tracked_fast();
 	moves_follow_for(1000, during);
 	moves_follow_from(during, during);
 	moves_slew(ppm);
@@ -530,6 +589,7 @@ static void moves_slew_test(int64_t ppm)
 	moves_report(ppm, "in the 2 s after", after);
 	moves_report(ppm, "from then on", settled);
 	moves_bound(during, MOVES_SLEW_ERROR_NS, "while the kernel slewed");
+	moves_bound(after, UINT64_MAX, "in the 2 s after the slew");
 	moves_bound(settled, MOVES_SETTLED_ERROR_NS, "2 s after the slew ended");
 }
 
@@ -584,10 +644,12 @@ static void moves_load_end(enum moves_load load)
 static void moves_judge_under(const char *load, int64_t ppm, const char *phase,
 			      const struct moves_follow tracks[], uint64_t max_error_ns)
 {
-	for (unsigned c = 0; c < MOVES_SLEWED; c++) {
+	for (unsigned c = 0; c < MOVES_TRACKED; c++) {
 		const struct moves_follow *track = &tracks[c];
-		const char *name = moves_slewed[c].name;
+		const char *name = moves_tracked[c].name;
 
+		if (!moves_tracked_fast[c])
+			continue;
 		life_say("%s, %s, slew %+lld ppm, %s: max error %llu ns, surely still for %llu "
 			 "ns, %llu steps back, %llu of %llu answers from libc",
 			 name, load, (long long)ppm, phase, (unsigned long long)track->max_error_ns,
@@ -604,7 +666,7 @@ static void moves_judge_under(const char *load, int64_t ppm, const char *phase,
 		if (track->surely_still_ns >= LIFE_NS_PER_MS)
 			life_fail("%s stood still for %llu ns (%s, %s)", name,
 				  (unsigned long long)track->surely_still_ns, load, phase);
-		if (track->max_error_ns > max_error_ns)
+		if (track->max_error_ns > moves_bound_for(c, max_error_ns))
 			life_fail("%s off by %llu ns (%s, %s)", name,
 				  (unsigned long long)track->max_error_ns, load, phase);
 	}
@@ -616,7 +678,7 @@ static void moves_judge_under(const char *load, int64_t ppm, const char *phase,
 struct moves_pinned_reader {
 	int cpu;
 	unsigned ms;
-	struct moves_follow tracks[MOVES_SLEWED];
+	struct moves_follow tracks[MOVES_TRACKED];
 };
 
 static void *moves_follow_pinned(void *arg)
@@ -664,7 +726,8 @@ static void moves_follow_every_cpu(const char *load, int64_t ppm, unsigned ms,
 static void moves_slew_under(const char *name, int64_t ppm)
 {
 	unsigned scale = life_soak() ? 5 : 1;
-	struct moves_follow before[MOVES_SLEWED] = { 0 }, during[MOVES_SLEWED], after[MOVES_SLEWED];
+	struct moves_follow before[MOVES_TRACKED] = { 0 }, during[MOVES_TRACKED],
+			    after[MOVES_TRACKED];
 	enum moves_load load;
 
 	if (strcmp(name, "fifo-hop") == 0)
@@ -684,7 +747,7 @@ static void moves_slew_under(const char *name, int64_t ppm)
 			life_skip("%s", why);
 	}
 	life_require_fast();
-	moves_require_slewed_fast();
+	moves_require_tracked_fast();
 	moves_follow_for(300, before);
 	moves_follow_from(during, before);
 	moves_slew(ppm);
@@ -733,9 +796,9 @@ static void moves_note(struct moves_series *series, uint64_t ns)
 	series->last = ns;
 }
 
-/* Reads the four functions (and CLOCK_BOOTTIME and CLOCK_TAI) in turn,
- * for ms. */
-#define MOVES_SERIES 6
+/* Reads the four functions (and CLOCK_BOOTTIME, CLOCK_TAI and
+ * CLOCK_MONOTONIC_RAW) in turn, for ms. */
+#define MOVES_SERIES 7
 static void moves_read_all(struct moves_series series[MOVES_SERIES], unsigned ms)
 {
 	uint64_t end = life_libc_mono_ns() + ms * LIFE_NS_PER_MS;
@@ -755,6 +818,7 @@ static void moves_read_all(struct moves_series series[MOVES_SERIES], unsigned ms
 		moves_note(&series[3], life_ns(&ts));
 		moves_note(&series[4], moves_clock_ns(CLOCK_BOOTTIME));
 		moves_note(&series[5], moves_clock_ns(CLOCK_TAI));
+		moves_note(&series[6], moves_clock_ns(CLOCK_MONOTONIC_RAW));
 	}
 }
 
@@ -789,6 +853,7 @@ static void moves_fallback(void)
 		{ .name = "timespec_get" },
 		{ .name = "clock_gettime(CLOCK_BOOTTIME)" },
 		{ .name = "clock_gettime(CLOCK_TAI)" },
+		{ .name = "clock_gettime(CLOCK_MONOTONIC_RAW)" },
 	};
 	uint64_t fell_back = 0;
 

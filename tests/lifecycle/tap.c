@@ -16,8 +16,10 @@
  * system call: wide sandwiches), or put the refresh thread's clock ahead of everyone else's (lines
  * that run a little ahead of what libc answers the readers). CLOCK_BOOTTIME and CLOCK_TAI move
  * as a kernel moves them: BOOTTIME with CLOCK_MONOTONIC plus the suspends, TAI with
- * CLOCK_REALTIME, each keeping its kernel's distance from that clock. An absolute CLOCK_REALTIME
- * sleep follows the tap's clock, as the kernel's follows a real step.
+ * CLOCK_REALTIME, each keeping its kernel's distance from that clock. CLOCK_MONOTONIC_RAW, as
+ * the kernel's, is never slewed, set or moved by a suspend; only the refresh thread's lead moves
+ * it. An absolute CLOCK_REALTIME sleep follows the tap's clock, as the kernel's follows a real
+ * step.
  *
  * Where LIFE_TAP_SHARED names a file, the gate and the moves live there,
  * shared by every process whose tap names it: a calibration service run
@@ -306,11 +308,12 @@ static bool tap_in_refresh_thread(void)
 
 /* The clocks the tap moves: the kernel's own distances between them (TAI
  * minus REALTIME, BOOTTIME minus MONOTONIC) stay as they are, so every move
- * of REALTIME moves TAI and every move of MONOTONIC moves BOOTTIME. */
+ * of REALTIME moves TAI and every move of MONOTONIC moves BOOTTIME.
+ * MONOTONIC_RAW moves only with the refresh thread's lead. */
 static bool tap_moves(clockid_t id)
 {
 	return id == CLOCK_REALTIME || id == CLOCK_MONOTONIC || id == CLOCK_BOOTTIME ||
-	       id == CLOCK_TAI;
+	       id == CLOCK_TAI || id == CLOCK_MONOTONIC_RAW;
 }
 
 /* What the tap adds to clock id's answers in this thread, for an answer
@@ -328,7 +331,8 @@ static int64_t tap_shift_at(clockid_t id, uint64_t raw_ns)
 	if (__atomic_load_n(&tap_state()->refresh_lead_ns, __ATOMIC_ACQUIRE) != 0 &&
 	    tap_in_refresh_thread())
 		shift += __atomic_load_n(&tap_state()->refresh_lead_ns, __ATOMIC_ACQUIRE);
-	shift += tap_slew_at(raw_ns);
+	if (id != CLOCK_MONOTONIC_RAW)
+		shift += tap_slew_at(raw_ns);
 	return shift;
 }
 
@@ -428,7 +432,8 @@ static int tap_read_at(int (*next)(clockid_t, struct timespec *), clockid_t id, 
 {
 	int rc = 0;
 
-	if (ts == NULL || !tap_moves(id))
+	/* No slew reaches MONOTONIC_RAW: no moment to note for one. */
+	if (ts == NULL || !tap_moves(id) || id == CLOCK_MONOTONIC_RAW)
 		return next(id, ts);
 	if (id == CLOCK_MONOTONIC) {
 		rc = next(id, ts);
