@@ -65,7 +65,6 @@ static __attribute__((noinline)) int api_entry_other_clock(clockid_t id, struct 
 {
 	uint32_t flags = __atomic_load_n(&api_measured_flags, __ATOMIC_RELAXED);
 	const struct clock_row *row = clock_table_row(id);
-
 	bool answered;
 
 	if (row == NULL || !((flags >> id) & 1) || ts == NULL)
