@@ -19,6 +19,7 @@
 #include "clock.h"
 #include "libc.h"
 #include "offsets.h"
+#include "raw_lines.h"
 #include "refresh.h"
 #include "verdict.h"
 #include "settings.h"
@@ -34,6 +35,10 @@ static bool bench_measure_ordered_is_rdtscp = true;
  * lines alone: a cost, but not of that clock's answer. Read once before the
  * refresh thread starts, which alone writes what offsets_known reads. */
 static bool bench_measure_boottime_known, bench_measure_tai_known;
+/* Whether every CPU with a line had a MONOTONIC_RAW line after the
+ * calibration: without one the engine's read of that clock gives up, and
+ * its loop would time the give-up. Read when the offsets are. */
+static bool bench_measure_raw_ready;
 
 /* One call of api from source, its result left in *ts, *tv or *t. */
 static inline __attribute__((always_inline)) void
@@ -53,6 +58,7 @@ bench_measure_answer(enum bench_source source, enum bench_api api, struct timesp
 		case BENCH_TIMESPEC_GET: bench_libc.timespec_get(ts, TIME_UTC); break;
 		case BENCH_BOOTTIME: bench_libc.clock_gettime(CLOCK_BOOTTIME, ts); break;
 		case BENCH_TAI: bench_libc.clock_gettime(CLOCK_TAI, ts); break;
+		case BENCH_MONOTONIC_RAW: bench_libc.clock_gettime(CLOCK_MONOTONIC_RAW, ts); break;
 		default: break;
 		}
 		break;
@@ -65,6 +71,9 @@ bench_measure_answer(enum bench_source source, enum bench_api api, struct timesp
 		case BENCH_TIMESPEC_GET: bench_process.timespec_get(ts, TIME_UTC); break;
 		case BENCH_BOOTTIME: bench_process.clock_gettime(CLOCK_BOOTTIME, ts); break;
 		case BENCH_TAI: bench_process.clock_gettime(CLOCK_TAI, ts); break;
+		case BENCH_MONOTONIC_RAW:
+			bench_process.clock_gettime(CLOCK_MONOTONIC_RAW, ts);
+			break;
 		default: break;
 		}
 		break;
@@ -79,6 +88,7 @@ bench_measure_answer(enum bench_source source, enum bench_api api, struct timesp
 			clock_answer_offset_clock(flags, CLOCK_OFFSET_BOOTTIME, ts);
 			break;
 		case BENCH_TAI: clock_answer_offset_clock(flags, CLOCK_OFFSET_TAI, ts); break;
+		case BENCH_MONOTONIC_RAW: clock_answer_raw(flags, ts); break;
 		default: break;
 		}
 		break;
@@ -111,7 +121,8 @@ static inline __attribute__((always_inline)) uint64_t bench_measure_call(enum be
 	BENCH_MEASURE_LOOP(source, BENCH_TIME)                                                     \
 	BENCH_MEASURE_LOOP(source, BENCH_TIMESPEC_GET)                                             \
 	BENCH_MEASURE_LOOP(source, BENCH_BOOTTIME)                                                 \
-	BENCH_MEASURE_LOOP(source, BENCH_TAI)
+	BENCH_MEASURE_LOOP(source, BENCH_TAI)                                                      \
+	BENCH_MEASURE_LOOP(source, BENCH_MONOTONIC_RAW)
 BENCH_MEASURE_LOOPS(BENCH_LIBC)
 BENCH_MEASURE_LOOPS(BENCH_ORDERED)
 BENCH_MEASURE_LOOPS(BENCH_RELAXED)
@@ -126,7 +137,8 @@ typedef void (*bench_measure_loop_fn)(unsigned n);
 		    bench_measure_loop_##source##_BENCH_TIME,                                      \
 		    bench_measure_loop_##source##_BENCH_TIMESPEC_GET,                              \
 		    bench_measure_loop_##source##_BENCH_BOOTTIME,                                  \
-		    bench_measure_loop_##source##_BENCH_TAI                                        \
+		    bench_measure_loop_##source##_BENCH_TAI,                                       \
+		    bench_measure_loop_##source##_BENCH_MONOTONIC_RAW                              \
 	}
 static const bench_measure_loop_fn bench_measure_loops[BENCH_SOURCES][BENCH_APIS] = {
 	BENCH_MEASURE_ROW(BENCH_LIBC),
@@ -287,6 +299,8 @@ bool bench_measure_api_wanted(enum bench_api api)
 		return bench_measure_boottime_known;
 	if (api == BENCH_TAI)
 		return bench_measure_tai_known;
+	if (api == BENCH_MONOTONIC_RAW)
+		return bench_measure_raw_ready;
 	return true;
 }
 
@@ -438,6 +452,7 @@ bool bench_measure_start_engine(const struct cpu_facts *facts)
 	}
 	bench_measure_boottime_known = offsets_known(CLOCK_OFFSET_BOOTTIME);
 	bench_measure_tai_known = offsets_known(CLOCK_OFFSET_TAI);
+	bench_measure_raw_ready = raw_lines_ready();
 	refresh_ensure_started();
 	return true;
 }

@@ -16,8 +16,9 @@
 
 enum bench_source { BENCH_LIBC, BENCH_ORDERED, BENCH_RELAXED, BENCH_SYMBOL, BENCH_SOURCES };
 
-/* BOOTTIME and TAI come last, after the entry points of old: the engine
- * answers them as the monotonic lines plus an offset (clock_table.h). */
+/* The clocks added later come last, after the entry points of old:
+ * BOOTTIME and TAI, which the engine answers as the monotonic lines plus an
+ * offset, and MONOTONIC_RAW, from lines of its own (clock_table.h). */
 enum bench_api {
 	BENCH_MONOTONIC,
 	BENCH_REALTIME,
@@ -26,6 +27,7 @@ enum bench_api {
 	BENCH_TIMESPEC_GET,
 	BENCH_BOOTTIME,
 	BENCH_TAI,
+	BENCH_MONOTONIC_RAW,
 	BENCH_APIS
 };
 
@@ -64,7 +66,8 @@ struct bench_result {
 bool bench_measure_source_wanted(enum bench_source source);
 
 /* Whether this run measures api: all of them, except in engine mode a clock
- * whose offset the engine has not measured (a kernel without that clock). */
+ * whose offset the engine has not measured (a kernel without that clock),
+ * or MONOTONIC_RAW where its lines were not ready after the calibration. */
 bool bench_measure_api_wanted(enum bench_api api);
 
 /* Starts the engine in this process and waits for every CPU's line; false

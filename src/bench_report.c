@@ -14,9 +14,17 @@
 static const char *const bench_report_source_names[BENCH_SOURCES] = { "libc", "ordered", "relaxed",
 								      "process" };
 static const char *const bench_report_api_names[BENCH_APIS] = {
-	"clock_gettime(MONOTONIC)", "clock_gettime(REALTIME)", "gettimeofday",	     "time",
-	"timespec_get(TIME_UTC)",   "clock_gettime(BOOTTIME)", "clock_gettime(TAI)",
+	"clock_gettime(MONOTONIC)",
+	"clock_gettime(REALTIME)",
+	"gettimeofday",
+	"time",
+	"timespec_get(TIME_UTC)",
+	"clock_gettime(BOOTTIME)",
+	"clock_gettime(TAI)",
+	"clock_gettime(MONOTONIC_RAW)",
 };
+/* The width of the tables' api column: the longest name above. */
+#define BENCH_REPORT_API_WIDTH 28
 static const char *const bench_report_bare_names[BENCH_BARES] = { "rdtsc", "rdtscp" };
 static const char *const bench_report_library_state_names[] = { "ready", "absent", "busy",
 								"served" };
@@ -144,14 +152,15 @@ static void bench_report_table_result(const struct bench_result *r)
 
 	printf("\nns per call (best loop of %u calls; ratio to libc in this run)\n",
 	       BENCH_MEASURE_LOOP_CALLS);
-	printf("%-26s %8s", "api", "libc");
+	printf("%-*s %8s", BENCH_REPORT_API_WIDTH, "api", "libc");
 	for (unsigned f = 0; f < nfast; f++)
 		printf(" %10s %6s", bench_report_source_names[fast[f]], "ratio");
 	printf("\n");
 	for (unsigned a = 0; a < BENCH_APIS; a++) {
 		if (!bench_measure_api_wanted(a))
 			continue;
-		printf("%-26s %8.2f", bench_report_api_names[a], r->best_ns[a][BENCH_LIBC]);
+		printf("%-*s %8.2f", BENCH_REPORT_API_WIDTH, bench_report_api_names[a],
+		       r->best_ns[a][BENCH_LIBC]);
 		for (unsigned f = 0; f < nfast; f++)
 			printf(" %10.2f %6.2f", r->best_ns[a][fast[f]],
 			       r->best_ns[a][fast[f]] / r->best_ns[a][BENCH_LIBC]);
@@ -163,10 +172,12 @@ static void bench_report_table_result(const struct bench_result *r)
 		       "rdtsc %.2f ns, %s %.2f ns\n",
 		       r->bare_ns[BENCH_BARE_RDTSC], bench_measure_ordered_instruction(),
 		       r->bare_ns[BENCH_BARE_RDTSCP]);
-		printf("%-26s %14s %14s\n", "api", "relaxed-rdtsc", "ordered-instr");
+		printf("%-*s %14s %14s\n", BENCH_REPORT_API_WIDTH, "api", "relaxed-rdtsc",
+		       "ordered-instr");
 		for (unsigned a = 0; a < BENCH_APIS; a++)
 			if (bench_report_has_floor(a))
-				printf("%-26s %14.2f %14.2f\n", bench_report_api_names[a],
+				printf("%-*s %14.2f %14.2f\n", BENCH_REPORT_API_WIDTH,
+				       bench_report_api_names[a],
 				       r->best_ns[a][BENCH_RELAXED] - r->bare_ns[BENCH_BARE_RDTSC],
 				       r->best_ns[a][BENCH_ORDERED] -
 					   r->bare_ns[BENCH_BARE_RDTSCP]);

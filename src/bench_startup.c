@@ -32,16 +32,30 @@ struct bench_startup_line {
 	char text[200];
 };
 
+/* One choice of entry points, as its debug lines told it: a line that opens
+ * it, then one per entry point, decided (fast or libc) or left for a later
+ * choice because its lines are not ready yet (CLOCK_MONOTONIC_RAW's may
+ * come a round after the monotonic ones). */
+struct bench_startup_choice {
+	unsigned decided; /* entry points decided so far */
+	unsigned waiting; /* entry points left for a later choice */
+	unsigned fast;	  /* of those decided, the ones the library answers */
+	char api[API_CHOICE_COUNT][64];
+	bool is_fast[API_CHOICE_COUNT];
+};
+
 /* What the debug lines said, and when (ms after the first call, or -1). */
 struct bench_startup_result {
 	struct bench_startup_line lines[BENCH_STARTUP_LINES];
 	unsigned nlines;
 	unsigned allowed;     /* CPUs: the first lines to wait for */
 	unsigned first_lines; /* seen so far */
-	unsigned decisions;   /* per-API decisions seen so far */
-	unsigned fast;	      /* entry points the library answers itself */
+	/* The choice whose lines are arriving; once one decides every entry
+	 * point, that one, kept. */
+	struct bench_startup_choice choice;
+	struct bench_startup_choice first; /* the first, once all its lines came */
 	uint64_t first_call_ns;
-	double thread_ms, all_lines_ms, decision_ms;
+	double thread_ms, all_lines_ms, first_choice_ms, decision_ms;
 	const char *outcome; /* "decided", "not started" or "timeout" */
 };
 
@@ -65,13 +79,40 @@ static bool bench_startup_decision(const char *text, char *api, size_t size, boo
 	return true;
 }
 
+/* Counts line, arrived ms after the first call, into the choice it belongs
+ * to. A line that leaves an entry point for later is no decision: the start
+ * is decided by the first choice that decides every entry point. */
+static void bench_startup_count(struct bench_startup_result *r, const char *line, double ms)
+{
+	struct bench_startup_choice *c = &r->choice;
+
+	if (strstr(line, ": entry points chosen after round ") != NULL) {
+		memset(c, 0, sizeof *c);
+		return;
+	}
+	if (strstr(line, " ns, fasttime not measured: ") != NULL)
+		c->waiting++;
+	else if (c->decided < API_CHOICE_COUNT &&
+		 bench_startup_decision(line, c->api[c->decided], sizeof c->api[0],
+					&c->is_fast[c->decided])) {
+		c->fast += c->is_fast[c->decided];
+		c->decided++;
+	} else
+		return;
+	if (c->decided + c->waiting == API_CHOICE_COUNT && r->first_choice_ms < 0) {
+		r->first = *c;
+		r->first_choice_ms = ms;
+	}
+	if (c->decided == API_CHOICE_COUNT) {
+		r->decision_ms = ms;
+		r->outcome = "decided";
+	}
+}
+
 /* Keeps one complete line, arrived ms after the first call, and what it
  * tells of the start. */
 static void bench_startup_take(struct bench_startup_result *r, const char *line, double ms)
 {
-	char api[64];
-	bool is_fast;
-
 	if (r->nlines < BENCH_STARTUP_LINES) {
 		r->lines[r->nlines].ms = ms;
 		snprintf(r->lines[r->nlines].text, sizeof r->lines[r->nlines].text, "%s", line);
@@ -81,13 +122,8 @@ static void bench_startup_take(struct bench_startup_result *r, const char *line,
 		r->thread_ms = ms;
 	if (strstr(line, ": first line, ") != NULL && ++r->first_lines == r->allowed)
 		r->all_lines_ms = ms;
-	if (bench_startup_decision(line, api, sizeof api, &is_fast)) {
-		r->fast += is_fast;
-		if (++r->decisions == API_CHOICE_COUNT) {
-			r->decision_ms = ms;
-			r->outcome = "decided";
-		}
-	}
+	if (r->decision_ms < 0)
+		bench_startup_count(r, line, ms);
 	if (strstr(line, "not starting") != NULL || strstr(line, "cannot start") != NULL ||
 	    strstr(line, "answering with libc from now on") != NULL)
 		r->outcome = "not started";
@@ -137,12 +173,10 @@ static void bench_startup_watch(struct bench_startup_result *r, int fd)
 	}
 }
 
-/* The result as source,api,metric,value lines. */
+/* The result as source,api,metric,value lines; the decisions are those of
+ * the choice that decided every entry point (else of the last one seen). */
 static void bench_startup_csv(const struct bench_startup_result *r)
 {
-	char api[64];
-	bool is_fast;
-
 	printf("source,api,metric,value\n");
 	printf("startup,-,first_call_us,%.1f\n", (double)r->first_call_ns / 1e3);
 	printf("startup,-,allowed_cpus,%u\n", r->allowed);
@@ -152,14 +186,22 @@ static void bench_startup_csv(const struct bench_startup_result *r)
 		printf("startup,-,all_first_lines_ms,%.3f\n", r->all_lines_ms);
 	for (unsigned i = 0; i < r->nlines; i++) {
 		char cpu[32];
-		if (sscanf(r->lines[i].text, "fasttime: cpu %31[0-9]: first line,", cpu) == 1)
+		/* sscanf counts conversions, not the text matched after them:
+		 * every "cpu N: " line would pass without the strstr. */
+		if (strstr(r->lines[i].text, ": first line, ") != NULL &&
+		    sscanf(r->lines[i].text, "fasttime: cpu %31[0-9]: ", cpu) == 1)
 			printf("startup,cpu%s,first_line_ms,%.3f\n", cpu, r->lines[i].ms);
-		if (bench_startup_decision(r->lines[i].text, api, sizeof api, &is_fast))
-			printf("startup,%s,decision,%s\n", api, is_fast ? "fast" : "libc");
+	}
+	for (unsigned a = 0; a < r->choice.decided; a++)
+		printf("startup,%s,decision,%s\n", r->choice.api[a],
+		       r->choice.is_fast[a] ? "fast" : "libc");
+	if (r->first_choice_ms >= 0) {
+		printf("startup,-,first_choice_ms,%.3f\n", r->first_choice_ms);
+		printf("startup,-,first_choice_waiting,%u\n", r->first.waiting);
 	}
 	if (r->decision_ms >= 0)
 		printf("startup,-,decision_ms,%.3f\n", r->decision_ms);
-	printf("startup,-,fast_apis,%u\n", r->fast);
+	printf("startup,-,fast_apis,%u\n", r->choice.fast);
 	printf("startup,-,outcome,%s\n", r->outcome);
 }
 
@@ -172,10 +214,15 @@ static void bench_startup_table(const struct bench_startup_result *r)
 	printf("first call: %.1f us\n", (double)r->first_call_ns / 1e3);
 	for (unsigned i = 0; i < r->nlines; i++)
 		printf("%9.3f ms  %s\n", r->lines[i].ms, r->lines[i].text);
-	if (r->decision_ms >= 0 && r->fast > 0)
+	if (r->first_choice_ms >= 0 && r->first.waiting > 0)
+		printf("first choice %.3f ms after the first call: %u of %u entry points fast, "
+		       "%u left until their lines are ready\n",
+		       r->first_choice_ms, r->first.fast, (unsigned)API_CHOICE_COUNT,
+		       r->first.waiting);
+	if (r->decision_ms >= 0 && r->choice.fast > 0)
 		printf("fast path active %.3f ms after the first call, for %u of %u entry "
 		       "points\n",
-		       r->decision_ms, r->fast, (unsigned)API_CHOICE_COUNT);
+		       r->decision_ms, r->choice.fast, (unsigned)API_CHOICE_COUNT);
 	else if (r->decision_ms >= 0)
 		printf("decided %.3f ms after the first call: libc answers every entry "
 		       "point here\n",
@@ -192,6 +239,7 @@ int bench_startup_run(void)
 		.allowed = bench_proc_allowed_cpus(),
 		.thread_ms = -1,
 		.all_lines_ms = -1,
+		.first_choice_ms = -1,
 		.decision_ms = -1,
 		.outcome = "timeout",
 	};
