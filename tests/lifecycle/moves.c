@@ -170,46 +170,37 @@ static void moves_check_mono(void)
 static uint64_t moves_last_boot;
 static bool moves_boot_fast;
 
-/* The preloaded CLOCK_MONOTONIC, which a suspend must leave with the
- * kernel's: within tolerance_ns of the tap's clock read around it, and
- * never back. */
-static void moves_check_mono_unmoved(uint64_t tolerance_ns)
-{
-	uint64_t before = moves_tap_monotonic_ns();
-	uint64_t answer = life_mono_ns();
-	uint64_t after = moves_tap_monotonic_ns();
-
-	if (answer < moves_last_mono)
-		life_fail("CLOCK_MONOTONIC went back by %llu ns",
-			  (unsigned long long)(moves_last_mono - answer));
-	moves_last_mono = answer;
-	if (answer + tolerance_ns < before || answer > after + tolerance_ns)
-		life_fail("CLOCK_MONOTONIC moved with the suspend: %+.6f s from the kernel's",
-			  ((double)answer - (double)before) / 1e9);
-}
-
 /* The preloaded CLOCK_MONOTONIC_RAW, where the library answers it from the
- * TSC: a suspend moves it no more than CLOCK_MONOTONIC (the kernel's
- * counts no suspend either), and it never goes back. */
+ * TSC (moves_suspends). */
 static bool moves_raw_fast;
 static uint64_t moves_last_raw;
 
-static void moves_check_raw_unmoved(uint64_t tolerance_ns)
+/* The preloaded clock id (name), which a suspend must leave with the
+ * kernel's: within tolerance_ns of the tap's clock read around it, and
+ * never back from *last. */
+static void moves_check_unmoved(clockid_t id, const char *name, uint64_t *last,
+				uint64_t tolerance_ns)
 {
-	uint64_t before, answer, after;
+	uint64_t before = moves_tap_clock_ns(id);
+	uint64_t answer = moves_clock_ns(id);
+	uint64_t after = moves_tap_clock_ns(id);
 
-	if (!moves_raw_fast)
-		return;
-	before = moves_tap_clock_ns(CLOCK_MONOTONIC_RAW);
-	answer = moves_clock_ns(CLOCK_MONOTONIC_RAW);
-	after = moves_tap_clock_ns(CLOCK_MONOTONIC_RAW);
-	if (answer < moves_last_raw)
-		life_fail("CLOCK_MONOTONIC_RAW went back by %llu ns",
-			  (unsigned long long)(moves_last_raw - answer));
-	moves_last_raw = answer;
+	if (answer < *last)
+		life_fail("%s went back by %llu ns", name, (unsigned long long)(*last - answer));
+	*last = answer;
 	if (answer + tolerance_ns < before || answer > after + tolerance_ns)
-		life_fail("CLOCK_MONOTONIC_RAW moved with the suspend: %+.6f s from the kernel's",
+		life_fail("%s moved with the suspend: %+.6f s from the kernel's", name,
 			  ((double)answer - (double)before) / 1e9);
+}
+
+/* CLOCK_MONOTONIC, and CLOCK_MONOTONIC_RAW where the library answers it
+ * (the kernel counts no suspend in either), stay with the kernel's. */
+static void moves_check_unmoved_clocks(uint64_t tolerance_ns)
+{
+	moves_check_unmoved(CLOCK_MONOTONIC, "CLOCK_MONOTONIC", &moves_last_mono, tolerance_ns);
+	if (moves_raw_fast)
+		moves_check_unmoved(CLOCK_MONOTONIC_RAW, "CLOCK_MONOTONIC_RAW", &moves_last_raw,
+				    tolerance_ns);
 }
 
 /* What the last moves_follows found: which answer, how far off. */
@@ -350,8 +341,7 @@ static void moves_one_suspend(int64_t ns, const char *name)
 	moves_suspend(ns);
 	start = life_libc_mono_ns();
 	while (life_libc_mono_ns() - start < 10 * LIFE_NS_PER_SEC) {
-		moves_check_mono_unmoved(tolerance);
-		moves_check_raw_unmoved(tolerance);
+		moves_check_unmoved_clocks(tolerance);
 		if (moves_boot_follows(tolerance) && moves_follows(tolerance)) {
 			seen = life_libc_mono_ns();
 			break;
@@ -363,8 +353,7 @@ static void moves_one_suspend(int64_t ns, const char *name)
 			  name, moves_off_what, (double)moves_off_by / 1e9);
 	life_say("resumed after %s: followed after %.1f ms", name, (double)(seen - start) / 1e6);
 	for (int i = 0; i < 1000; i++) {
-		moves_check_mono_unmoved(tolerance);
-		moves_check_raw_unmoved(tolerance);
+		moves_check_unmoved_clocks(tolerance);
 		if (!moves_boot_follows(tolerance) || !moves_follows(tolerance))
 			life_fail("resumed after %s: followed, then lost: %s %+lld ns from the "
 				  "kernel's clock",
@@ -386,8 +375,7 @@ static void moves_suspends(void)
 		 moves_raw_fast ? "from the TSC" : "left to libc");
 	/* Each check holds before the first resume, or the test says nothing. */
 	moves_last_mono = life_mono_ns();
-	moves_check_mono_unmoved(100000);
-	moves_check_raw_unmoved(100000);
+	moves_check_unmoved_clocks(100000);
 	if (!moves_boot_follows(100000) || !moves_follows(100000))
 		life_fail("not with the kernel's clock before any suspend: %s %+lld ns",
 			  moves_off_what, (long long)moves_off_by);
