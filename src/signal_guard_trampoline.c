@@ -10,7 +10,9 @@
 
 #include "signal_guard_internal.h"
 
-__thread struct signal_guard_thread signal_guard_thread;
+/* Initial-exec, as signal_guard.h declares it: the trampolines read it
+ * inside handlers, where a dynamic TLS lookup (__tls_get_addr) has no place. */
+__thread struct signal_guard_thread signal_guard_thread __attribute__((tls_model("initial-exec")));
 struct signal_guard_slots signal_guard_slots;
 
 /* What a trampoline saw on entry, put back when it leaves. */
