@@ -8,10 +8,16 @@
 
 bool sandwich_take(clockid_t clock, struct calib_sample *sample, struct cpu_stamp *stamp)
 {
-	uint64_t before = libc_clock_ns(clock), after;
+	struct timespec ts_before, ts_after;
+	uint64_t before, after;
+	int failed = libc_clock_gettime(clock, &ts_before);
 
 	*stamp = cpu_read_stamp(verdict.sample_reading);
-	after = libc_clock_ns(clock);
+	failed |= libc_clock_gettime(clock, &ts_after);
+	if (failed != 0)
+		return false;
+	before = timespec_to_ns(&ts_before);
+	after = timespec_to_ns(&ts_after);
 	if (after < before)
 		return false;
 	sample->tsc = stamp->tsc;

@@ -16,7 +16,8 @@
 #define SANDWICH_MAX_PER_VISIT 16u
 
 /* One sandwich of the counter between two reads of clock, on whichever
- * CPU the caller is (in *stamp); false when the clock ran back between. */
+ * CPU the caller is (in *stamp); false when the clock ran back between, or
+ * could not be read (a kernel without it). */
 bool sandwich_take(clockid_t clock, struct calib_sample *sample, struct cpu_stamp *stamp);
 /* The narrowest of n sandwiches (n at most SANDWICH_MAX_PER_VISIT) taken
  * on cpu, where the caller is pinned, and the node the counter named;
