@@ -267,6 +267,13 @@ void lines_withdraw_unsampled(const unsigned long *renewed)
 	}
 }
 
+void lines_cpu_allow(uint32_t cpu)
+{
+	if (!lines_cpus[cpu].allowed)
+		table_set_calibrated(cpu, true);
+	lines_cpus[cpu].allowed = true;
+}
+
 /* A CPU the thread does not visit (any more): its line is withdrawn, so
  * that readers there answer with libc rather than from a line nobody
  * renews, and its calibration starts over if it comes back. */
@@ -285,6 +292,8 @@ void lines_cpu_leaves(uint32_t cpu)
 		c->unreachable_until_ns = 0;
 		c->unreachable_backoff_ns = 0;
 	}
+	if (c->allowed)
+		table_set_calibrated(cpu, false);
 	c->allowed = false;
 }
 

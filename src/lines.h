@@ -90,6 +90,8 @@ bool lines_relaunch_if_lapsed(void);
 /* Withdraws every line with no bit in renewed (a round could not sample
  * it): its readers answer with libc until a sample restarts it. */
 void lines_withdraw_unsampled(const unsigned long *renewed);
+/* A CPU the thread could pin to: visited by the rounds from now on. */
+void lines_cpu_allow(uint32_t cpu);
 /* A CPU no longer visited: its line withdrawn, its calibration reset. */
 void lines_cpu_leaves(uint32_t cpu);
 /* Every CPU that had a line and has no bit in visit leaves. */

@@ -247,7 +247,7 @@ struct round_result round_run(uint64_t scheduled_ns, bool restart)
 			lines_cpu_leaves(cpu);
 			continue;
 		}
-		c->allowed = true;
+		lines_cpu_allow(cpu);
 		cpu_mask_set(usable_cpus, cpu);
 		usable++;
 		taken = round_sample_one(cpu, &round_samples[cpu]);

@@ -103,19 +103,21 @@ static bool service_page_line_agrees(const struct table_record *record, clockid_
 	return false;
 }
 
-/* Every CPU the reader may run on has a line: a reader left on a CPU the
- * service does not calibrate would answer with libc for its whole life,
- * where its own thread would calibrate that CPU. */
+/* Every CPU the reader may run on is one the service calibrates: a reader
+ * left on a CPU the service never visits would answer with libc for its
+ * whole life, where its own thread would calibrate that CPU. A line the
+ * service withdrew for a while (a real-time load kept it from the CPU)
+ * comes back as it would for the reader's own thread. */
 static const char *service_page_judge_coverage(const struct table_page *page)
 {
-	unsigned long mask[TABLE_WANTED_WORDS] = { 0 };
+	unsigned long mask[TABLE_CPU_MASK_WORDS] = { 0 };
 	long bytes = raw_syscall(SYS_sched_getaffinity, 0, (long)sizeof mask, (long)mask, 0, 0, 0);
 
 	if (bytes <= 0)
 		return NULL;
-	for (uint32_t cpu = 0; cpu < CPU_MAX_CPUS; cpu++)
-		if (cpu_mask_has(mask, cpu) && page->records[cpu].mult == 0)
-			return "a CPU this process may run on has no line in it";
+	for (unsigned w = 0; w < TABLE_CPU_MASK_WORDS; w++)
+		if (mask[w] & ~__atomic_load_n(&page->calibrated[w], __ATOMIC_RELAXED))
+			return "a CPU this process may run on is not one the service calibrates";
 	return NULL;
 }
 
@@ -240,12 +242,14 @@ const char *service_page_judge_by_line(const struct table_page *page,
 	if ((flags & (CLOCK_MODE_RELAXED | CLOCK_READ_LFENCE)) && !(flags & CLOCK_CPU_GETCPU) &&
 	    !expect->rseq_registered)
 		return "the service reads the CPU id from rseq, which this process lacks";
-	if (valid_ticks == 0 || cpu_rdtsc() - valid_from > valid_ticks)
-		return "stale: the service stopped renewing it";
+	/* Before freshness: a page of another namespace is refused for that,
+	 * whether or not its service is busy at this moment. */
 	if (header->time_ns_inode != 0 && expect->time_ns_inode != 0 &&
 	    (header->time_ns_inode != expect->time_ns_inode ||
 	     header->time_ns_device != expect->time_ns_device))
 		return "written in another time namespace";
+	if (valid_ticks == 0 || cpu_rdtsc() - valid_from > valid_ticks)
+		return "stale: the service stopped renewing it";
 	refused = service_page_judge_lines(page, line);
 	if (refused == NULL)
 		refused =

@@ -77,6 +77,22 @@ void table_withdraw_raw(uint32_t cpu)
 	table_publish_into(table_page.raw_records, cpu, (struct calib_line){ 0, 0 });
 }
 
+void table_set_calibrated(uint32_t cpu, bool calibrated)
+{
+	const unsigned bits = 8 * sizeof(unsigned long);
+	unsigned long bit;
+	unsigned long *word;
+
+	if (cpu >= CPU_MAX_CPUS || table_is_read_only())
+		return;
+	bit = 1ul << (cpu % bits);
+	word = &table_page.calibrated[cpu / bits];
+	if (calibrated)
+		__atomic_fetch_or(word, bit, __ATOMIC_RELEASE);
+	else
+		__atomic_fetch_and(word, ~bit, __ATOMIC_RELEASE);
+}
+
 void table_set_validity(uint64_t valid_from_tsc, uint64_t valid_ticks)
 {
 	if (table_is_read_only())

@@ -43,6 +43,8 @@ struct table_shared {
 #define TABLE_PAGE_HEADER_BYTES 192u
 /* x86-64's base page: what mmap places, and so the block's alignment. */
 #define TABLE_PAGE_ALIGN 4096u
+/* Words of a mask with one bit per CPU id. */
+#define TABLE_CPU_MASK_WORDS (CPU_MAX_CPUS / (8 * sizeof(unsigned long)))
 
 /* The lines and the facts beside them, in one page-aligned block of whole
  * pages and nothing else: a process served by a calibration service maps
@@ -61,6 +63,12 @@ struct table_page {
 	 * validity: a CPU's raw line is withdrawn whenever its monotonic
 	 * line is. */
 	struct table_record raw_records[CPU_MAX_CPUS];
+	/* The CPUs the engine calibrates (it visits each round), whether or
+	 * not their line answers at the moment: a served reader needs every
+	 * CPU it may run on among them, not a line on each right now (a
+	 * real-time load withdraws one for a while). Read by the judge of a
+	 * service's page only, never on the read path. */
+	unsigned long calibrated[TABLE_CPU_MASK_WORDS];
 } __attribute__((aligned(TABLE_PAGE_ALIGN)));
 
 _Static_assert(sizeof(struct table_page) % TABLE_PAGE_ALIGN == 0,
@@ -75,7 +83,7 @@ extern __attribute__((visibility("hidden"))) bool table_read_only;
 /* The CPUs on which readers found no line, one bit each, on cache lines of
  * their own: set by readers (table_want_line), read and cleared by the
  * writer. */
-#define TABLE_WANTED_WORDS (CPU_MAX_CPUS / (8 * sizeof(unsigned long)))
+#define TABLE_WANTED_WORDS TABLE_CPU_MASK_WORDS
 extern __attribute__((visibility("hidden"))) unsigned long table_wanted[TABLE_WANTED_WORDS];
 
 /* Publishes one CPU's monotonic line atomically. */
@@ -86,6 +94,8 @@ void table_publish_raw(uint32_t cpu, struct calib_line line);
 void table_withdraw(uint32_t cpu);
 /* Makes readers on this CPU answer CLOCK_MONOTONIC_RAW with libc. */
 void table_withdraw_raw(uint32_t cpu);
+/* Whether the engine calibrates cpu (table_page.calibrated). */
+void table_set_calibrated(uint32_t cpu, bool calibrated);
 /* Makes every record stale at once (fork child before its refresh thread). */
 void table_set_validity(uint64_t valid_from_tsc, uint64_t valid_ticks);
 

@@ -8,7 +8,8 @@
  *                     from src/service_page.h and src/table.h, as
  *                     page_size, version_at, version_other (a version
  *                     that is not this one's, below 256), valid_ticks_at,
- *                     records_at
+ *                     records_at, calibrated_at (the mask of CPUs the
+ *                     service calibrates, a bit each, little-endian)
  *   probe [WAIT_MS]   1000 reads of CLOCK_MONOTONIC (first_libc_calls: how
  *                     many reached libc; a thread's first time call seeds
  *                     the clamp with one of libc's readings, so 1 where the
@@ -325,11 +326,12 @@ int main(int argc, char **argv)
 {
 	if (argc == 2 && strcmp(argv[1], "layout") == 0) {
 		printf("page_size=%u\nversion_at=%zu\nversion_other=%u\nvalid_ticks_at=%zu\n"
-		       "records_at=%zu\n",
+		       "records_at=%zu\ncalibrated_at=%zu\n",
 		       SERVICE_PAGE_SIZE, offsetof(struct service_page_header, version),
 		       (SERVICE_PAGE_VERSION + 1u) & 0xffu,
 		       offsetof(struct table_page, shared.valid_ticks),
-		       offsetof(struct table_page, records));
+		       offsetof(struct table_page, records),
+		       offsetof(struct table_page, calibrated));
 		return 0;
 	}
 	life_begin("served");
