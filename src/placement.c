@@ -8,12 +8,15 @@
 #include "placement.h"
 
 #include <errno.h>
+#include <linux/futex.h>
 #include <sched.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "cpu.h"
+#include "raw_syscall.h"
 
 /* How long the thread waits, at a visit's end, for a rescuer's system call
  * under way to return (it takes microseconds unless the rescuer is
@@ -64,6 +67,11 @@ static struct placement_state {
 	uint32_t visit_cpu;
 	/* PLACEMENT_VISIT_MAX_NS in ticks (placement_set_visit_limit). */
 	uint64_t visit_max_ticks;
+	/* Set where a thread of this process watches the visits
+	 * (placement_watch_visits); visits_begun counts them, a futex word
+	 * the watcher sleeps on. */
+	bool visits_watched;
+	uint32_t visits_begun;
 } placement;
 
 void placement_describe_machine(void)
@@ -164,11 +172,37 @@ void placement_unpin(void)
 	placement_set_own_mask(placement.home_mask);
 }
 
-/* Begins a visit to cpu: readers may now see how long it lasts. */
+/* Begins a visit to cpu: readers may now see how long it lasts, and a
+ * watcher is woken. */
 void placement_visit_begin(uint32_t cpu)
 {
 	__atomic_store_n(&placement.visit_cpu, cpu, __ATOMIC_RELAXED);
 	__atomic_store_n(&placement.visit_since_tsc, cpu_rdtsc(), __ATOMIC_RELEASE);
+	if (__atomic_load_n(&placement.visits_watched, __ATOMIC_RELAXED)) {
+		__atomic_add_fetch(&placement.visits_begun, 1, __ATOMIC_RELEASE);
+		raw_syscall(SYS_futex, (long)&placement.visits_begun, FUTEX_WAKE_PRIVATE, 1, 0, 0,
+			    0);
+	}
+}
+
+void placement_watch_visits(void)
+{
+	__atomic_store_n(&placement.visits_watched, true, __ATOMIC_RELEASE);
+}
+
+void placement_tend_visit(uint32_t *seen)
+{
+	const struct timespec limit = { 0, (long)PLACEMENT_VISIT_MAX_NS };
+	uint32_t begun;
+
+	while ((begun = __atomic_load_n(&placement.visits_begun, __ATOMIC_ACQUIRE)) == *seen)
+		raw_syscall(SYS_futex, (long)&placement.visits_begun, FUTEX_WAIT_PRIVATE,
+			    (long)begun, 0, 0, 0);
+	*seen = begun;
+	do {
+		nanosleep(&limit, NULL);
+		placement_free_stuck_thread();
+	} while (__atomic_load_n(&placement.visit_since_tsc, __ATOMIC_ACQUIRE) != 0);
 }
 
 /* Closes the visit under way; true when a rescuer moved the thread in it
