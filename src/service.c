@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
+#include <sys/prctl.h>
 
 #include "cpu.h"
 #include "placement.h"
@@ -27,6 +28,7 @@ static void *service_watch_visits(void *unused)
 	(void)unused;
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	prctl(PR_SET_NAME, "fasttime-watch", 0, 0, 0);
 	for (;;)
 		placement_tend_visit(&seen);
 	return NULL;
