@@ -38,10 +38,12 @@ static bool clock_careful_no_line(uint32_t cpu)
 	return false;
 }
 
-/* rdtscp and the line of the CPU it names; remembers the CPU for the fast
+/* rdtscp and the line of the CPU it names, and kind's offset (read after
+ * the validity: clock_offset_after_validity); remembers the CPU for the fast
  * read's guess. Where rseq says the thread is on a CPU with no line, no
  * counter is read: libc answers at about its own cost. */
-static bool clock_careful_ordered_ns(enum clock_lines lines, uint64_t *ns_out)
+static bool clock_careful_ordered_ns(enum clock_lines lines, enum clock_offset_kind kind,
+				     uint64_t *ns_out, uint64_t *added_out)
 {
 	uint64_t valid_from, valid_ticks, tsc;
 	struct calib_line line;
@@ -54,6 +56,7 @@ static bool clock_careful_ordered_ns(enum clock_lines lines, uint64_t *ns_out)
 	}
 	valid_from = __atomic_load_n(&table_page.shared.valid_from_tsc, __ATOMIC_ACQUIRE);
 	valid_ticks = __atomic_load_n(&table_page.shared.valid_ticks, __ATOMIC_ACQUIRE);
+	*added_out = clock_offset_after_validity(kind);
 	tsc = cpu_rdtscp(&aux);
 	cpu = cpu_from_tsc_aux(aux);
 	line = table_load_lines(lines, cpu);
@@ -76,7 +79,9 @@ static inline uint32_t clock_careful_cpu(uint32_t flags)
  * not a CPU. TSC_AUX is never read here: where rdtscp is not advertised it
  * may hold anything (a hypervisor's own numbers). Remembers the CPU for the
  * fast read's guess. */
-static bool clock_careful_checked_ns(uint32_t flags, enum clock_lines lines, uint64_t *ns_out)
+static bool clock_careful_checked_ns(uint32_t flags, enum clock_lines lines,
+				     enum clock_offset_kind kind, uint64_t *ns_out,
+				     uint64_t *added_out)
 {
 	for (int attempt = 0; attempt < 2; attempt++) {
 		uint32_t cpu = clock_careful_cpu(flags);
@@ -90,6 +95,7 @@ static bool clock_careful_checked_ns(uint32_t flags, enum clock_lines lines, uin
 			return clock_careful_no_line(cpu);
 		valid_from = __atomic_load_n(&table_page.shared.valid_from_tsc, __ATOMIC_ACQUIRE);
 		valid_ticks = __atomic_load_n(&table_page.shared.valid_ticks, __ATOMIC_ACQUIRE);
+		*added_out = clock_offset_after_validity(kind);
 		tsc = (flags & CLOCK_READ_LFENCE) ? cpu_rdtsc_fenced() : cpu_rdtsc();
 		if (clock_careful_cpu(flags) != cpu)
 			continue;
@@ -99,11 +105,13 @@ static bool clock_careful_checked_ns(uint32_t flags, enum clock_lines lines, uin
 	return false;
 }
 
-static bool clock_careful_lines_ns(uint32_t flags, enum clock_lines lines, uint64_t *ns_out)
+static bool clock_careful_lines_ns(uint32_t flags, enum clock_lines lines,
+				   enum clock_offset_kind kind, uint64_t *ns_out,
+				   uint64_t *added_out)
 {
 	if (flags & CLOCK_READ_BITS)
-		return clock_careful_checked_ns(flags, lines, ns_out);
-	return clock_careful_ordered_ns(lines, ns_out);
+		return clock_careful_checked_ns(flags, lines, kind, ns_out, added_out);
+	return clock_careful_ordered_ns(lines, kind, ns_out, added_out);
 }
 
 /* The division the fast read avoids, once a second per thread. */
@@ -133,17 +141,17 @@ void clock_to_timespec(struct clock_second *second, uint64_t ns, struct timespec
 	ts->tv_nsec = (long)rest;
 }
 
-/* The reading of the clock that is monotonic plus added_ns, split by the
- * thread's cached second for that clock, which is refilled when it is not
- * this reading's. */
-static bool clock_careful_read_split(uint32_t flags, struct clock_second *second, uint64_t added_ns,
-				     int64_t *sec, uint64_t *rest_ns)
+/* The reading of the clock that is monotonic plus kind's offset, split by
+ * the thread's cached second for that clock, which is refilled when it is
+ * not this reading's. */
+static bool clock_careful_read_split(uint32_t flags, enum clock_offset_kind kind, int64_t *sec,
+				     uint64_t *rest_ns)
 {
-	uint64_t ns;
+	uint64_t ns, added;
 
-	if (!clock_careful_lines_ns(flags, CLOCK_LINES_MONOTONIC, &ns))
+	if (!clock_careful_lines_ns(flags, CLOCK_LINES_MONOTONIC, kind, &ns, &added))
 		return false;
-	clock_split(second, ns + added_ns, sec, rest_ns);
+	clock_split(&clock_thread.seconds[kind], ns + added, sec, rest_ns);
 	return true;
 }
 
@@ -152,8 +160,7 @@ bool clock_careful_monotonic(uint32_t flags, struct timespec *ts)
 	uint64_t rest;
 	int64_t sec;
 
-	if (!clock_careful_read_split(flags, &clock_thread.seconds[CLOCK_OFFSET_NONE], 0, &sec,
-				      &rest))
+	if (!clock_careful_read_split(flags, CLOCK_OFFSET_NONE, &sec, &rest))
 		return false;
 	ts->tv_sec = (time_t)sec;
 	ts->tv_nsec = (long)rest;
@@ -165,8 +172,7 @@ bool clock_careful_offset_clock(uint32_t flags, enum clock_offset_kind kind, str
 	uint64_t rest;
 	int64_t sec;
 
-	if (!clock_careful_read_split(flags, &clock_thread.seconds[kind], clock_offset(kind), &sec,
-				      &rest))
+	if (!clock_careful_read_split(flags, kind, &sec, &rest))
 		return false;
 	ts->tv_sec = (time_t)sec;
 	ts->tv_nsec = (long)rest;
@@ -180,9 +186,9 @@ bool clock_careful_realtime(uint32_t flags, struct timespec *ts)
 
 bool clock_careful_raw(uint32_t flags, struct timespec *ts)
 {
-	uint64_t ns;
+	uint64_t ns, added;
 
-	if (!clock_careful_lines_ns(flags, CLOCK_LINES_RAW, &ns))
+	if (!clock_careful_lines_ns(flags, CLOCK_LINES_RAW, CLOCK_OFFSET_NONE, &ns, &added))
 		return false;
 	clock_to_timespec(&clock_thread.raw_second, ns, ts);
 	return true;
@@ -193,8 +199,7 @@ bool clock_careful_timeval(uint32_t flags, struct timeval *tv)
 	uint64_t rest;
 	int64_t sec;
 
-	if (!clock_careful_read_split(flags, &clock_thread.seconds[CLOCK_OFFSET_REALTIME],
-				      clock_realtime_offset(), &sec, &rest))
+	if (!clock_careful_read_split(flags, CLOCK_OFFSET_REALTIME, &sec, &rest))
 		return false;
 	tv->tv_sec = (time_t)sec;
 	tv->tv_usec = (suseconds_t)(rest / 1000u);
@@ -206,8 +211,7 @@ bool clock_careful_seconds(uint32_t flags, time_t *sec_out)
 	uint64_t rest;
 	int64_t sec;
 
-	if (!clock_careful_read_split(flags, &clock_thread.seconds[CLOCK_OFFSET_REALTIME],
-				      clock_realtime_offset(), &sec, &rest))
+	if (!clock_careful_read_split(flags, CLOCK_OFFSET_REALTIME, &sec, &rest))
 		return false;
 	*sec_out = (time_t)sec;
 	return true;

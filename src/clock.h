@@ -97,18 +97,39 @@ CLOCK_FAST bool clock_fast_finish(enum clock_lines lines, uint64_t tsc, struct c
 	return true;
 }
 
+/* The offset a clock adds to the monotonic lines (clock_table.h). */
+static inline uint64_t clock_offset(enum clock_offset_kind kind)
+{
+	return __atomic_load_n(&table_page.shared.offset_ns[kind], __ATOMIC_RELAXED);
+}
+
+/* The offset of kind (a constant at every call: none is no load), read
+ * after the validity: the refresh thread publishes a moved offset before it
+ * renews the validity, so a reader that finds the lines valid adds the
+ * offset published with them. Read before the validity, a reader between
+ * the two loads when a resume was followed would pair the old offset with
+ * the new validity, and a clock it had just been given from libc, with
+ * the new offset, would go back by the suspend. */
+CLOCK_FAST uint64_t clock_offset_after_validity(enum clock_offset_kind kind)
+{
+	return kind == CLOCK_OFFSET_NONE ? 0 : clock_offset(kind);
+}
+
 /* Each fast read loads the line of the CPU this thread last ran on before
  * it reads the counter, and gives up at once when that CPU has no line: a
  * thread on a CPU not calibrated yet then pays for no counter read, and its
- * call costs about what libc's does. */
+ * call costs about what libc's does. The offset is loaded before the
+ * counter is read too, off the chain after it. */
 struct clock_fast_start {
 	uint32_t guess; /* the CPU this thread last ran on */
 	struct calib_line line;
 	uint64_t valid_from;
 	uint64_t valid_ticks;
+	uint64_t added; /* the clock's offset */
 };
 
-CLOCK_FAST struct clock_fast_start clock_fast_begin(enum clock_lines lines)
+CLOCK_FAST struct clock_fast_start clock_fast_begin(enum clock_lines lines,
+						    enum clock_offset_kind kind)
 {
 	struct clock_fast_start start;
 
@@ -116,13 +137,15 @@ CLOCK_FAST struct clock_fast_start clock_fast_begin(enum clock_lines lines)
 	start.line = table_load_lines(lines, start.guess);
 	start.valid_from = __atomic_load_n(&table_page.shared.valid_from_tsc, __ATOMIC_ACQUIRE);
 	start.valid_ticks = __atomic_load_n(&table_page.shared.valid_ticks, __ATOMIC_ACQUIRE);
+	start.added = clock_offset_after_validity(kind);
 	return start;
 }
 
 /* Ordered: rdtscp gives the counter and the CPU id in one instruction. */
-CLOCK_FAST bool clock_fast_ordered_ns(enum clock_lines lines, uint64_t *ns_out)
+CLOCK_FAST bool clock_fast_ordered_ns(enum clock_lines lines, enum clock_offset_kind kind,
+				      uint64_t *ns_out, uint64_t *added_out)
 {
-	struct clock_fast_start start = clock_fast_begin(lines);
+	struct clock_fast_start start = clock_fast_begin(lines, kind);
 	uint32_t aux;
 	uint64_t tsc;
 
@@ -132,6 +155,7 @@ CLOCK_FAST bool clock_fast_ordered_ns(enum clock_lines lines, uint64_t *ns_out)
 
 	if (__builtin_expect(cpu_from_tsc_aux(aux) != start.guess, 0))
 		return false;
+	*added_out = start.added;
 	return clock_fast_finish(lines, tsc, start.line, start.valid_from, start.valid_ticks,
 				 ns_out);
 }
@@ -145,9 +169,10 @@ CLOCK_FAST bool clock_fast_ordered_ns(enum clock_lines lines, uint64_t *ns_out)
  * before the counter as well, to choose the line, measured 1.5 to 3 ns
  * slower: it puts a load in front of the line's load. An id that is not a
  * CPU (rseq unregistered: -1) never matches. */
-CLOCK_FAST bool clock_fast_relaxed_ns(enum clock_lines lines, uint64_t *ns_out)
+CLOCK_FAST bool clock_fast_relaxed_ns(enum clock_lines lines, enum clock_offset_kind kind,
+				      uint64_t *ns_out, uint64_t *added_out)
 {
-	struct clock_fast_start start = clock_fast_begin(lines);
+	struct clock_fast_start start = clock_fast_begin(lines, kind);
 	uint64_t tsc;
 
 	if (__builtin_expect(start.line.mult == 0, 0))
@@ -155,6 +180,7 @@ CLOCK_FAST bool clock_fast_relaxed_ns(enum clock_lines lines, uint64_t *ns_out)
 	tsc = cpu_rdtsc();
 	if (__builtin_expect(cpu_rseq_current() != start.guess, 0))
 		return false;
+	*added_out = start.added;
 	return clock_fast_finish(lines, tsc, start.line, start.valid_from, start.valid_ticks,
 				 ns_out);
 }
@@ -164,9 +190,10 @@ CLOCK_FAST bool clock_fast_relaxed_ns(enum clock_lines lines, uint64_t *ns_out)
  * the counter: both must be the CPU whose line was loaded, so the counter
  * was read there (a migration always passes through the kernel, which
  * rewrites the id before the thread runs again). */
-CLOCK_FAST bool clock_fast_fenced_ns(enum clock_lines lines, uint64_t *ns_out)
+CLOCK_FAST bool clock_fast_fenced_ns(enum clock_lines lines, enum clock_offset_kind kind,
+				     uint64_t *ns_out, uint64_t *added_out)
 {
-	struct clock_fast_start start = clock_fast_begin(lines);
+	struct clock_fast_start start = clock_fast_begin(lines, kind);
 	uint32_t before;
 	uint64_t tsc;
 
@@ -176,33 +203,25 @@ CLOCK_FAST bool clock_fast_fenced_ns(enum clock_lines lines, uint64_t *ns_out)
 	tsc = cpu_rdtsc_fenced();
 	if (__builtin_expect((before ^ start.guess) | (cpu_rseq_current() ^ start.guess), 0))
 		return false;
+	*added_out = start.added;
 	return clock_fast_finish(lines, tsc, start.line, start.valid_from, start.valid_ticks,
 				 ns_out);
 }
 
 /* Relaxed first: it is the mode chosen for speed. A reading whose CPU id
  * comes from getcpu is a call: the careful read answers it. */
-CLOCK_FAST bool clock_fast_lines_ns(uint32_t flags, enum clock_lines lines, uint64_t *ns_out)
+CLOCK_FAST bool clock_fast_lines_ns(uint32_t flags, enum clock_lines lines,
+				    enum clock_offset_kind kind, uint64_t *ns_out,
+				    uint64_t *added_out)
 {
 	if (flags & CLOCK_MODE_RELAXED)
-		return clock_fast_relaxed_ns(lines, ns_out);
+		return clock_fast_relaxed_ns(lines, kind, ns_out, added_out);
 	if (flags & (CLOCK_READ_LFENCE | CLOCK_CPU_GETCPU)) {
 		if (flags & CLOCK_CPU_GETCPU)
 			return false;
-		return clock_fast_fenced_ns(lines, ns_out);
+		return clock_fast_fenced_ns(lines, kind, ns_out, added_out);
 	}
-	return clock_fast_ordered_ns(lines, ns_out);
-}
-
-/* The offset a clock adds to the monotonic lines (clock_table.h). */
-static inline uint64_t clock_offset(enum clock_offset_kind kind)
-{
-	return __atomic_load_n(&table_page.shared.offset_ns[kind], __ATOMIC_RELAXED);
-}
-
-static inline uint64_t clock_realtime_offset(void)
-{
-	return clock_offset(CLOCK_OFFSET_REALTIME);
+	return clock_fast_ordered_ns(lines, kind, ns_out, added_out);
 }
 
 /* Seconds and the rest from this thread's cached second; false in a new
@@ -220,25 +239,24 @@ CLOCK_FAST bool clock_fast_split(const struct clock_second *second, uint64_t ns,
 	return true;
 }
 
-/* The reading of the clock that is monotonic plus added_ns, split by the
- * thread's cached second for that clock. */
-CLOCK_FAST bool clock_fast_read_split(uint32_t flags, const struct clock_second *second,
-				      uint64_t added_ns, int64_t *sec, uint64_t *rest_ns)
+/* The reading of the clock that is monotonic plus kind's offset, split by
+ * the thread's cached second for that clock. */
+CLOCK_FAST bool clock_fast_read_split(uint32_t flags, enum clock_offset_kind kind, int64_t *sec,
+				      uint64_t *rest_ns)
 {
-	uint64_t ns;
+	uint64_t ns, added;
 
-	return clock_fast_lines_ns(flags, CLOCK_LINES_MONOTONIC, &ns) &&
-	       clock_fast_split(second, ns + added_ns, sec, rest_ns);
+	return clock_fast_lines_ns(flags, CLOCK_LINES_MONOTONIC, kind, &ns, &added) &&
+	       clock_fast_split(&clock_thread.seconds[kind], ns + added, sec, rest_ns);
 }
 
-/* The fast answers; false means "ask the careful read". The offset is
- * loaded before the counter is read, off the chain after it. */
+/* The fast answers; false means "ask the careful read". */
 CLOCK_FAST bool clock_fast_monotonic(uint32_t flags, struct timespec *ts)
 {
 	uint64_t rest;
 	int64_t sec;
 
-	if (!clock_fast_read_split(flags, &clock_thread.seconds[CLOCK_OFFSET_NONE], 0, &sec, &rest))
+	if (!clock_fast_read_split(flags, CLOCK_OFFSET_NONE, &sec, &rest))
 		return false;
 	ts->tv_sec = (time_t)sec;
 	ts->tv_nsec = (long)rest;
@@ -252,8 +270,7 @@ CLOCK_FAST bool clock_fast_offset_clock(uint32_t flags, enum clock_offset_kind k
 	uint64_t rest;
 	int64_t sec;
 
-	if (!clock_fast_read_split(flags, &clock_thread.seconds[kind], clock_offset(kind), &sec,
-				   &rest))
+	if (!clock_fast_read_split(flags, kind, &sec, &rest))
 		return false;
 	ts->tv_sec = (time_t)sec;
 	ts->tv_nsec = (long)rest;
@@ -268,10 +285,10 @@ CLOCK_FAST bool clock_fast_realtime(uint32_t flags, struct timespec *ts)
 /* CLOCK_MONOTONIC_RAW, from its own lines and clamp. */
 CLOCK_FAST bool clock_fast_raw(uint32_t flags, struct timespec *ts)
 {
-	uint64_t ns, rest;
+	uint64_t ns, added, rest;
 	int64_t sec;
 
-	if (!clock_fast_lines_ns(flags, CLOCK_LINES_RAW, &ns) ||
+	if (!clock_fast_lines_ns(flags, CLOCK_LINES_RAW, CLOCK_OFFSET_NONE, &ns, &added) ||
 	    !clock_fast_split(&clock_thread.raw_second, ns, &sec, &rest))
 		return false;
 	ts->tv_sec = (time_t)sec;
@@ -284,8 +301,7 @@ CLOCK_FAST bool clock_fast_timeval(uint32_t flags, struct timeval *tv)
 	uint64_t rest;
 	int64_t sec;
 
-	if (!clock_fast_read_split(flags, &clock_thread.seconds[CLOCK_OFFSET_REALTIME],
-				   clock_realtime_offset(), &sec, &rest))
+	if (!clock_fast_read_split(flags, CLOCK_OFFSET_REALTIME, &sec, &rest))
 		return false;
 	tv->tv_sec = (time_t)sec;
 	tv->tv_usec = (suseconds_t)(rest / 1000u);
@@ -297,8 +313,7 @@ CLOCK_FAST bool clock_fast_seconds(uint32_t flags, time_t *sec_out)
 	uint64_t rest;
 	int64_t sec;
 
-	if (!clock_fast_read_split(flags, &clock_thread.seconds[CLOCK_OFFSET_REALTIME],
-				   clock_realtime_offset(), &sec, &rest))
+	if (!clock_fast_read_split(flags, CLOCK_OFFSET_REALTIME, &sec, &rest))
 		return false;
 	*sec_out = (time_t)sec;
 	return true;
