@@ -185,6 +185,18 @@ void placement_visit_begin(uint32_t cpu)
 	}
 }
 
+/* Whether the lines' validity still runs: the watcher moves the thread
+ * only once it has lapsed, as a reader does (it calls
+ * placement_free_stuck_thread when the TSC could not answer). A visit
+ * that is merely slow (under a sanitizer) is left to finish. */
+static bool placement_lines_fresh(void)
+{
+	uint64_t from = __atomic_load_n(&table_page.shared.valid_from_tsc, __ATOMIC_ACQUIRE);
+	uint64_t ticks = __atomic_load_n(&table_page.shared.valid_ticks, __ATOMIC_ACQUIRE);
+
+	return ticks != 0 && cpu_rdtsc() - from <= ticks;
+}
+
 void placement_watch_visits(void)
 {
 	__atomic_store_n(&placement.visits_watched, true, __ATOMIC_RELEASE);
@@ -201,7 +213,8 @@ void placement_tend_visit(uint32_t *seen)
 	*seen = begun;
 	do {
 		nanosleep(&limit, NULL);
-		placement_free_stuck_thread();
+		if (!placement_lines_fresh())
+			placement_free_stuck_thread();
 	} while (__atomic_load_n(&placement.visit_since_tsc, __ATOMIC_ACQUIRE) != 0);
 }
 

@@ -57,6 +57,11 @@ bool service_start(struct service_page_writer *page, const char *path,
 	if (!service_page_create(page, path, settings, error, error_len))
 		return false;
 	refresh_configure(settings);
+	/* Before the calibration: a thread's start may take long (under
+	 * ThreadSanitizer, tens of milliseconds), and must not come between
+	 * the calibration's last renewal of the lines and the page's
+	 * publication (a first reader found the page stale, every time). */
+	service_start_watcher();
 	if (!refresh_calibrate_now()) {
 		snprintf(error, error_len, "the fast path cannot run here: %s",
 			 verdict.unusable != NULL ? verdict.unusable
@@ -65,7 +70,6 @@ bool service_start(struct service_page_writer *page, const char *path,
 		return false;
 	}
 	refresh_start();
-	service_start_watcher();
 	if (!service_running()) {
 		snprintf(error, error_len, "the refresh thread could not start%s%s",
 			 verdict.unusable != NULL ? ": " : "",
