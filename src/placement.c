@@ -8,15 +8,12 @@
 #include "placement.h"
 
 #include <errno.h>
-#include <linux/futex.h>
 #include <sched.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "cpu.h"
-#include "raw_syscall.h"
 
 /* How long the thread waits, at a visit's end, for a rescuer's system call
  * under way to return (it takes microseconds unless the rescuer is
@@ -67,11 +64,6 @@ static struct placement_state {
 	uint32_t visit_cpu;
 	/* PLACEMENT_VISIT_MAX_NS in ticks (placement_set_visit_limit). */
 	uint64_t visit_max_ticks;
-	/* Set where a thread of this process watches the visits
-	 * (placement_watch_visits); visits_begun counts them, a futex word
-	 * the watcher sleeps on. */
-	bool visits_watched;
-	uint32_t visits_begun;
 } placement;
 
 void placement_describe_machine(void)
@@ -172,50 +164,11 @@ void placement_unpin(void)
 	placement_set_own_mask(placement.home_mask);
 }
 
-/* Begins a visit to cpu: readers may now see how long it lasts, and a
- * watcher is woken. */
+/* Begins a visit to cpu: readers may now see how long it lasts. */
 void placement_visit_begin(uint32_t cpu)
 {
 	__atomic_store_n(&placement.visit_cpu, cpu, __ATOMIC_RELAXED);
 	__atomic_store_n(&placement.visit_since_tsc, cpu_rdtsc(), __ATOMIC_RELEASE);
-	if (__atomic_load_n(&placement.visits_watched, __ATOMIC_RELAXED)) {
-		__atomic_add_fetch(&placement.visits_begun, 1, __ATOMIC_RELEASE);
-		raw_syscall(SYS_futex, (long)&placement.visits_begun, FUTEX_WAKE_PRIVATE, 1, 0, 0,
-			    0);
-	}
-}
-
-/* Whether the lines' validity still runs: the watcher moves the thread
- * only once it has lapsed, as a reader does (it calls
- * placement_free_stuck_thread when the TSC could not answer). A visit
- * that is merely slow (under a sanitizer) is left to finish. */
-static bool placement_lines_fresh(void)
-{
-	uint64_t from = __atomic_load_n(&table_page.shared.valid_from_tsc, __ATOMIC_ACQUIRE);
-	uint64_t ticks = __atomic_load_n(&table_page.shared.valid_ticks, __ATOMIC_ACQUIRE);
-
-	return ticks != 0 && cpu_rdtsc() - from <= ticks;
-}
-
-void placement_watch_visits(void)
-{
-	__atomic_store_n(&placement.visits_watched, true, __ATOMIC_RELEASE);
-}
-
-void placement_tend_visit(uint32_t *seen)
-{
-	const struct timespec limit = { 0, (long)PLACEMENT_VISIT_MAX_NS };
-	uint32_t begun;
-
-	while ((begun = __atomic_load_n(&placement.visits_begun, __ATOMIC_ACQUIRE)) == *seen)
-		raw_syscall(SYS_futex, (long)&placement.visits_begun, FUTEX_WAIT_PRIVATE,
-			    (long)begun, 0, 0, 0);
-	*seen = begun;
-	do {
-		nanosleep(&limit, NULL);
-		if (!placement_lines_fresh())
-			placement_free_stuck_thread();
-	} while (__atomic_load_n(&placement.visit_since_tsc, __ATOMIC_ACQUIRE) != 0);
 }
 
 /* Closes the visit under way; true when a rescuer moved the thread in it

@@ -66,15 +66,4 @@ void placement_rescue(bool forced);
  * on without that CPU, whose line lapses. One atomic load otherwise. */
 void placement_free_stuck_thread(void);
 
-/* A calibration service's readers are in other processes and cannot move
- * its thread back: from now on each visit wakes a watcher in the service's
- * own process (placement_tend_visit). */
-void placement_watch_visits(void);
-/* The watcher's turn: sleeps until a visit begins after the *seen-th,
- * then, every PLACEMENT_VISIT_MAX_NS while that visit lasts, frees the
- * thread once the lines have gone stale, as a reader would
- * (placement_free_stuck_thread). A few wake-ups per round; none between
- * rounds. */
-void placement_tend_visit(uint32_t *seen);
-
 #endif

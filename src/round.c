@@ -93,8 +93,7 @@ static bool round_visit_end(uint32_t cpu, uint64_t start_ns)
 					: 2 * c->unreachable_backoff_ns;
 	c->unreachable_until_ns = now + c->unreachable_backoff_ns;
 	debug_log("cpu %u: the thread %s after %.1f ms there; skipping it for %.0f s", cpu,
-		  rescued ? "was stuck and moved back (by a reader, or a service's watcher)"
-			  : "ran only",
+		  rescued ? "was stuck and moved back by a reader" : "ran only",
 		  (double)(now - start_ns) / 1e6, (double)c->unreachable_backoff_ns / 1e9);
 	return false;
 }
