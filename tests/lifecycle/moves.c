@@ -31,7 +31,8 @@
  *                     libc), CLOCK_MONOTONIC, CLOCK_BOOTTIME and
  *                     CLOCK_MONOTONIC_RAW never go back, never stand still
  *                     for 1 ms, and are off by no more than the slew test
- *                     allows.
+ *                     allows while it slews, and than
+ *                     MOVES_SETTLED_UNDER_LOAD_ERROR_NS once it settled.
  *   moves suspend     the machine resumes after 5 s, then after 30 s, of
  *                     suspend (the tap moves CLOCK_BOOTTIME, CLOCK_REALTIME
  *                     and CLOCK_TAI, not CLOCK_MONOTONIC): the library's
@@ -504,6 +505,16 @@ static void moves_require_tracked_fast(void)
  * round, was 8 to 25 ms off for as long as it ran. */
 #define MOVES_SLEW_ERROR_NS    20000000u
 #define MOVES_SETTLED_ERROR_NS 100000u
+/* After a load that kept the refresh thread from its rounds, the settled
+ * lines are held to the library's own promise instead: a CPU the rounds
+ * skipped while the load held a visit there (1 s, then longer) gets its
+ * line back when the skip ends, which may fall in the settled phase, at a
+ * rate learned across the slew's end; the library lets such a line answer
+ * while it stays within its budget (WATCH_LINE_BUDGET_NS, 700 us, under
+ * the 1 ms it promises), and runs a round before it leaves it. Seen: up to
+ * 175 us in runs beside other tests, 0-60 us alone. A line that kept the
+ * slewed rate is off by 83 us a millisecond, and fails this at once. */
+#define MOVES_SETTLED_UNDER_LOAD_ERROR_NS 1000000u
 
 /* The bound a tracked clock is held to in a phase whose bound for the
  * slewed clocks is slewed_ns (UINT64_MAX: none): a clock the kernel does
@@ -761,8 +772,8 @@ static void moves_slew_under(const char *name, int64_t ppm)
 	moves_judge_under(name, ppm, "while it slewed", during, MOVES_SLEW_ERROR_NS);
 	moves_judge_under(name, ppm, "after it, until the load ended", after, MOVES_SLEW_ERROR_NS);
 	/* Long enough for a CPU the rounds skipped after a stuck visit (1 s,
-	 * refresh.h) to have its line again. */
-	moves_follow_every_cpu(name, ppm, 1500, MOVES_SETTLED_ERROR_NS);
+	 * ROUND_UNREACHABLE_FIRST_NS in round.h) to have its line again. */
+	moves_follow_every_cpu(name, ppm, 1500, MOVES_SETTLED_UNDER_LOAD_ERROR_NS);
 }
 
 /* One function's answers in this thread, as ns, and how often they went
