@@ -140,6 +140,31 @@ bool calib_slope_estimate(const struct calib_cpu *cpu, const struct calib_sample
 	return true;
 }
 
+/* Whether the rate measured from cpu's anchor to sample says nothing the
+ * learned rate does not: its baseline is shorter than the sandwiches need
+ * (a first line's, CALIB_FIRST_LINE_MAX_PPB) and it differs from the
+ * learned rate by no more than their widths explain. A round called early
+ * (a reader on a CPU without a line, a look that found a line off) samples
+ * every CPU, some a few milliseconds after their last sample: with
+ * sandwiches of a few hundred ns (a kernel clock that is a system call)
+ * such a rate was seen 90 ppm off, and a line aimed a whole interval ahead
+ * at it ran microseconds from the kernel's clock. A rate that moved
+ * further than the noise (a slew) is learned at once. */
+static bool calib_rate_within_noise(const struct calib_cpu *cpu, const struct calib_sample *sample,
+				    uint64_t measured)
+{
+	uint64_t spread = (cpu->anchor.width_ns + sample->width_ns) / 2;
+	uint64_t baseline = sample->ns - cpu->anchor.ns;
+	uint64_t learned = cpu->slope_mult;
+	uint64_t diff = measured > learned ? measured - learned : learned - measured;
+
+	if (learned == 0 || (unsigned __int128)spread * 1000000000u <=
+				(unsigned __int128)baseline * CALIB_FIRST_LINE_MAX_PPB)
+		return false;
+	/* diff / learned <= spread / baseline */
+	return (unsigned __int128)diff * baseline <= (unsigned __int128)spread * learned;
+}
+
 /* The slope a line is drawn with: the machine's when it is given and agrees
  * with this CPU's own measurement within the sandwiches' noise, else the
  * CPU's own. */
@@ -237,9 +262,16 @@ enum calib_outcome calib_cpu_update_at(struct calib_cpu *cpu, const struct calib
 		   : 0;
 	if (cpu->asked_interval_ns == 0)
 		late = 0;
-	cpu->asked_interval_ns = next_interval_ns;
-	cpu->slope_mult = measured;
-	cpu->anchor = *sample;
+	if (calib_rate_within_noise(cpu, sample, measured)) {
+		/* The learned rate and its anchor stay: the next sample measures
+		 * over the longer baseline, and is asked for as if from here. */
+		measured = cpu->slope_mult;
+		cpu->asked_interval_ns = sample->ns - cpu->anchor.ns + next_interval_ns;
+	} else {
+		cpu->asked_interval_ns = next_interval_ns;
+		cpu->slope_mult = measured;
+		cpu->anchor = *sample;
+	}
 	slope = calib_line_slope(measured, shared_mult);
 
 	/* The line starts from where readers of the old line are when it is

@@ -48,7 +48,9 @@ enum calib_outcome {
  * The kernel runs CLOCK_MONOTONIC at the TSC's rate times its frequency
  * correction, which the tick (adjtimex) can move anywhere within +-10 %:
  * chrony slews at up to 83,333 ppm, ntpd at 500 ppm. Every update learns the
- * rate from the anchor to the sample, whatever the outcome, and continues the
+ * rate from the anchor to the sample, whatever the outcome (except where the
+ * baseline is too short for the sandwiches and the rate is within their
+ * noise of the learned one: that rate and its anchor stay), and continues the
  * line from where readers are, bent so that the error found now is paid back
  * by the next sample. A backward error is paid back by running the line
  * slower (never stopped: at least 80 % of the rate), never by stepping it

@@ -738,6 +738,49 @@ START_TEST(test_calib_first_line_waits_for_baseline)
 }
 END_TEST
 
+/* A round called early (a reader on a CPU without a line) samples a line
+ * 5 ms after its last sample, with sandwiches of 350 ns (a kernel clock
+ * that is a system call) whose midpoint lies at an edge: the rate from
+ * there is 35 ppm off, within what the widths explain, so the learned rate
+ * and its anchor stay, and 40 ms on the line is still within the sample's
+ * noise of the kernel's clock (at the measured rate it would be 1.4 us
+ * off). A rate that moved beyond the noise (a slew of 5,000 ppm) is
+ * learned from the same short baseline at once. */
+START_TEST(test_calib_early_round_keeps_rate)
+{
+	struct fake_clock fake;
+	struct calib_cpu cpu;
+	struct calib_sample sample, regular;
+	uint64_t learned;
+
+	fake_init(&fake, _i, 30);
+	calib_start(&cpu, &fake);
+	fake_advance(&fake, INTERVAL_NS);
+	regular = fake_sample(&fake, 0, 350);
+	ck_assert_int_eq(calib_update_checked(&cpu, &regular, fake.hz), CALIB_CONTINUED);
+	learned = cpu.slope_mult;
+	ck_assert_uint_eq(cpu.anchor.tsc, regular.tsc);
+
+	fake_advance(&fake, 5000000);
+	sample = fake_sample(&fake, 175, 350);
+	ck_assert_int_eq(calib_update_checked(&cpu, &sample, fake.hz), CALIB_CONTINUED);
+	ck_assert_uint_eq(cpu.slope_mult, learned);
+	ck_assert_uint_eq(cpu.anchor.tsc, regular.tsc);
+	fake_advance(&fake, 40000000);
+	ck_assert_msg(
+	    calib_abs(fake_line_error(&fake, cpu.line)) <= 175 + ROUNDING_NS,
+	    "an early round's rate moved the line %lld ns from the kernel's clock in 40 ms",
+	    (long long)fake_line_error(&fake, cpu.line));
+
+	fake_set_ppb(&fake, 5000000);
+	fake_advance(&fake, 5000000);
+	sample = fake_sample(&fake, 0, 350);
+	ck_assert_int_eq(calib_update_checked(&cpu, &sample, fake.hz), CALIB_CONTINUED);
+	ck_assert_uint_eq(cpu.anchor.tsc, sample.tsc);
+	ck_assert_uint_ne(cpu.slope_mult, learned);
+}
+END_TEST
+
 /* calib_first_line_due_ns says when the first line can come: a sample as
  * wide as the anchor's taken then makes it, one taken a nanosecond before
  * does not. With 1.2 us sandwiches (a kernel clock that is a system call)
@@ -1358,6 +1401,7 @@ Suite *suite_calib(void)
 	tcase_add_test(tc, test_calib_slow_tsc);
 	tcase_add_test(tc, test_calib_first_line_waits_for_baseline);
 	tcase_add_test(tc, test_calib_first_line_due);
+	tcase_add_loop_test(tc, test_calib_early_round_keeps_rate, 0, CALIB_CASES);
 	tcase_add_loop_test(tc, test_calib_shared_slope, 0, CALIB_CASES);
 	tcase_add_loop_test(tc, test_calib_shared_slope_disagrees, 0, CALIB_CASES);
 	tcase_add_loop_test(tc, test_calib_slope_estimate, 0, CALIB_CASES);
