@@ -39,11 +39,14 @@ static bool preload_clamp_floor(enum clock_offset_kind kind, uint64_t *floor_ns)
 /* Whether libc's answer ns must be raised to *floor_ns: it is earlier
  * than what the TSC gave this thread last, by less than a millisecond (by
  * more, the clock was set back, and libc's answer stands, as it would
- * without fasttime). */
+ * without fasttime). CLOCK_BOOTTIME is never set back: however far below,
+ * it is raised, as CLOCK_MONOTONIC is. (Lines that ran ahead while the
+ * kernel's rate moved and the thread could not look, up to the rate times
+ * the validity, 6.6 ms at 83,333 ppm, then lapsed, took it back by that.) */
 static bool preload_clamp_below_floor(enum clock_offset_kind kind, uint64_t ns, uint64_t *floor_ns)
 {
 	return preload_clamp_floor(kind, floor_ns) && ns < *floor_ns &&
-	       *floor_ns - ns < PRELOAD_CLAMP_MAX_NS;
+	       (kind == CLOCK_OFFSET_BOOTTIME || *floor_ns - ns < PRELOAD_CLAMP_MAX_NS);
 }
 
 void preload_clamp_offset_clock(enum clock_offset_kind kind, struct timespec *ts)
