@@ -59,6 +59,16 @@ check "the page exists once the unit is started (Type=notify)" test -f "$page"
 check "the page is root's, mode 644" [ "$(owner_mode "$page")" = 0:644 ]
 check "its directory is root's, mode 755" [ "$(owner_mode /run/fasttime)" = 0:755 ]
 check "fasttime --info: served" info_says_served
+# The sandbox as the kernel sees the service: no capability, no new
+# privileges, a seccomp filter.
+status_of() {
+    awk -v key="$1:" '$1 == key { print $2 }' \
+        "/proc/$(systemctl show -p MainPID --value fasttimed)/status"
+}
+check "the service has no capability" \
+    [ "$(status_of CapEff)" = 0000000000000000 -a "$(status_of CapBnd)" = 0000000000000000 ]
+check "the service runs with no_new_privs and a seccomp filter" \
+    [ "$(status_of NoNewPrivs)" = 1 -a "$(status_of Seccomp)" = 2 ]
 echo "# $(systemd-analyze security fasttimed 2>/dev/null | tail -n 1)"
 
 # A preloaded program that reads the clocks 20 times a second.
