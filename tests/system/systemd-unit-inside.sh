@@ -52,6 +52,11 @@ else
 fi
 
 # Installed: enabled, started, and "started" means the page is published.
+# systemd reads every setting of the unit: no unknown key, nothing ignored
+# (the manual page is not looked for: the root has no man).
+systemd-analyze verify --man=no fasttimed.service >/root/verify.log 2>&1
+check "systemd-analyze verify fasttimed.service says nothing" test ! -s /root/verify.log
+sed 's/^/#   /' /root/verify.log
 check "fasttimed is enabled on installation" \
     [ "$(systemctl is-enabled fasttimed 2>&1)" = enabled ]
 check "fasttimed is active on installation" systemctl is-active --quiet fasttimed
