@@ -22,6 +22,7 @@
 #include "cpu.h"
 #include "debug.h"
 #include "service.h"
+#include "service_notify.h"
 #include "service_page.h"
 #include "settings.h"
 
@@ -170,7 +171,12 @@ int main(int argc, char **argv)
 	}
 	fprintf(stderr, "fasttimed: serving %s (pid %d, %s mode, every %u ms)\n", options.page,
 		(int)getpid(), settings.relaxed ? "relaxed" : "ordered", settings.interval_ms);
+	/* Under systemd's Type=notify, "started" means the page is published. */
+	if (service_notify(SERVICE_NOTIFY_READY) < 0)
+		fprintf(stderr, "fasttimed: cannot tell the service manager: %s\n",
+			strerror(errno));
 	sig = fasttimed_wait(&ending);
+	service_notify(SERVICE_NOTIFY_STOPPING);
 	service_stop(&page);
 	if (sig == 0) {
 		fprintf(stderr,
