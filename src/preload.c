@@ -132,7 +132,7 @@ static void preload_tsc_did_not_answer(void)
  * a call may clobber. */
 static inline uint32_t preload_api_flags(void)
 {
-	return __atomic_load_n(&table_page.shared.api_flags, __ATOMIC_RELAXED);
+	return table_api_flags();
 }
 
 /* Which entry point a slow path answers for, and so in which form: the
