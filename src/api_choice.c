@@ -23,6 +23,26 @@
  * must not send an entry point through the library for nothing. */
 #define API_CHOICE_MARGIN 0.97
 
+const char *const api_choice_names[API_CHOICE_COUNT] = {
+	[API_CHOICE_MONOTONIC] = "clock_gettime(CLOCK_MONOTONIC)",
+	[API_CHOICE_REALTIME] = "clock_gettime(CLOCK_REALTIME)",
+	[API_CHOICE_BOOTTIME] = "clock_gettime(CLOCK_BOOTTIME)",
+	[API_CHOICE_TAI] = "clock_gettime(CLOCK_TAI)",
+	[API_CHOICE_MONOTONIC_RAW] = "clock_gettime(CLOCK_MONOTONIC_RAW)",
+	[API_CHOICE_GETTIMEOFDAY] = "gettimeofday",
+	[API_CHOICE_TIME] = "time",
+	[API_CHOICE_TIMESPEC_GET] = "timespec_get(TIME_UTC)",
+};
+const uint32_t api_choice_bits[API_CHOICE_COUNT] = {
+	[API_CHOICE_MONOTONIC] = CLOCK_API_MONOTONIC,
+	[API_CHOICE_REALTIME] = CLOCK_API_REALTIME,
+	[API_CHOICE_BOOTTIME] = CLOCK_API_BOOTTIME,
+	[API_CHOICE_TAI] = CLOCK_API_TAI,
+	[API_CHOICE_MONOTONIC_RAW] = CLOCK_API_MONOTONIC_RAW,
+	[API_CHOICE_GETTIMEOFDAY] = CLOCK_API_GETTIMEOFDAY,
+	[API_CHOICE_TIME] = CLOCK_API_TIME,
+	[API_CHOICE_TIMESPEC_GET] = CLOCK_API_TIMESPEC_GET,
+};
 struct api_cost api_choice_costs[API_CHOICE_COUNT];
 bool api_choice_made;
 struct api_choice_record api_choice_last;
@@ -250,25 +270,17 @@ uint32_t api_choice_measure(uint32_t mode_flags, struct api_cost costs[API_CHOIC
 			    unsigned *fallbacks)
 {
 	static const struct {
-		const char *name;
-		uint32_t flag;
 		api_loop_fn libc_loop;
 		api_loop_fn fast_loop;
 	} apis[API_CHOICE_COUNT] = {
-		{ "clock_gettime(CLOCK_MONOTONIC)", CLOCK_API_MONOTONIC, api_libc_monotonic,
-		  api_fast_monotonic },
-		{ "clock_gettime(CLOCK_REALTIME)", CLOCK_API_REALTIME, api_libc_realtime,
-		  api_fast_realtime },
-		{ "clock_gettime(CLOCK_BOOTTIME)", CLOCK_API_BOOTTIME, api_libc_boottime,
-		  api_fast_boottime },
-		{ "clock_gettime(CLOCK_TAI)", CLOCK_API_TAI, api_libc_tai, api_fast_tai },
-		{ "clock_gettime(CLOCK_MONOTONIC_RAW)", CLOCK_API_MONOTONIC_RAW,
-		  api_libc_monotonic_raw, api_fast_monotonic_raw },
-		{ "gettimeofday", CLOCK_API_GETTIMEOFDAY, api_libc_gettimeofday,
-		  api_fast_gettimeofday },
-		{ "time", CLOCK_API_TIME, api_libc_time, api_fast_time },
-		{ "timespec_get(TIME_UTC)", CLOCK_API_TIMESPEC_GET, api_libc_timespec_get,
-		  api_fast_timespec_get },
+		[API_CHOICE_MONOTONIC] = { api_libc_monotonic, api_fast_monotonic },
+		[API_CHOICE_REALTIME] = { api_libc_realtime, api_fast_realtime },
+		[API_CHOICE_BOOTTIME] = { api_libc_boottime, api_fast_boottime },
+		[API_CHOICE_TAI] = { api_libc_tai, api_fast_tai },
+		[API_CHOICE_MONOTONIC_RAW] = { api_libc_monotonic_raw, api_fast_monotonic_raw },
+		[API_CHOICE_GETTIMEOFDAY] = { api_libc_gettimeofday, api_fast_gettimeofday },
+		[API_CHOICE_TIME] = { api_libc_time, api_fast_time },
+		[API_CHOICE_TIMESPEC_GET] = { api_libc_timespec_get, api_fast_timespec_get },
 	};
 	uint32_t chosen = 0, answerable = api_choice_answerable();
 
@@ -277,7 +289,7 @@ uint32_t api_choice_measure(uint32_t mode_flags, struct api_cost costs[API_CHOIC
 	api_fallbacks = 0;
 	__atomic_store_n(&api_measured_flags, mode_flags | answerable, __ATOMIC_RELAXED);
 	for (unsigned a = 0; a < API_CHOICE_COUNT; a++) {
-		bool measure_fast = (answerable & apis[a].flag) != 0;
+		bool measure_fast = (answerable & api_choice_bits[a]) != 0;
 		double best_libc = 1e30, best_fast = 1e30;
 
 		/* Alternate, and keep each side's best round: the least disturbed
@@ -295,12 +307,12 @@ uint32_t api_choice_measure(uint32_t mode_flags, struct api_cost costs[API_CHOIC
 			if (fast_ns < best_fast)
 				best_fast = fast_ns;
 		}
-		costs[a].name = apis[a].name;
-		costs[a].flag = apis[a].flag;
+		costs[a].name = api_choice_names[a];
+		costs[a].flag = api_choice_bits[a];
 		costs[a].libc_ns = best_libc;
 		costs[a].fast_ns = measure_fast ? best_fast : 0;
 		if (measure_fast && best_fast < best_libc * API_CHOICE_MARGIN)
-			chosen |= apis[a].flag;
+			chosen |= api_choice_bits[a];
 	}
 	*fallbacks = api_fallbacks;
 	return chosen & answerable;

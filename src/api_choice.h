@@ -23,6 +23,11 @@ enum api_choice_index {
 	API_CHOICE_COUNT,
 };
 
+/* Each entry point's name, as the debug lines and --info give it, and its
+ * CLOCK_API_* bit. */
+extern const char *const api_choice_names[API_CHOICE_COUNT];
+extern const uint32_t api_choice_bits[API_CHOICE_COUNT];
+
 struct api_cost {
 	const char *name;
 	uint32_t flag;	/* its CLOCK_API_* bit */
