@@ -440,7 +440,13 @@ static void api_choice_choose(unsigned round, unsigned with_line, bool force)
 		placement_visit_close();
 		return;
 	}
+	/* Named even where this process's own mode is not measured (a
+	 * service whose own mode cannot read here). */
 	memset(costs, 0, sizeof costs);
+	for (unsigned a = 0; a < API_CHOICE_COUNT; a++) {
+		costs[a].name = api_choice_names[a];
+		costs[a].flag = api_choice_bits[a];
+	}
 	api_choice_measure_modes(costs, chosen, &fallbacks);
 	if (placement_visit_close())
 		fallbacks++;
