@@ -172,6 +172,9 @@ void service_page_look_at(const char *path, const struct service_page_expect *ex
 		service_page_time_namespace(&here.time_ns_device, &here.time_ns_inode);
 	look->refused = service_page_judge_by_line(view, &here, &line);
 	memcpy(&look->header, view->header, sizeof look->header);
+	look->api_flags = __atomic_load_n(
+	    &view->shared.api_flags[here.relaxed ? TABLE_MODE_RELAXED : TABLE_MODE_ORDERED],
+	    __ATOMIC_RELAXED);
 	if (look->refused == NULL && attach) {
 		look->refused = service_page_attach(view, &st, path, &here, line->mult);
 		if (look->refused == NULL)

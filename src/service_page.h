@@ -22,7 +22,7 @@
 /* "fasttime" in the first 8 bytes, little-endian; the version changes with
  * any change of struct table_page or of this header. */
 #define SERVICE_PAGE_MAGIC   0x656d697474736166ull
-#define SERVICE_PAGE_VERSION 2u
+#define SERVICE_PAGE_VERSION 3
 #define SERVICE_PAGE_SIZE    ((uint32_t)sizeof(struct table_page))
 
 /* The system's page, and the user's under $XDG_RUNTIME_DIR. */
@@ -64,7 +64,9 @@ struct service_page_header {
 	int32_t service_pid;	/* in the service's PID namespace */
 	uint32_t interval_ms;	/* the service's refresh interval */
 	uint32_t hidden_hwcaps; /* the service's settings, which a reader must share */
-	uint8_t relaxed;
+	/* No mode: the page carries each mode's flags (table_shared), and
+	 * serves readers of both. */
+	uint8_t unused_mode;
 	uint8_t force;
 	uint8_t unused[2];
 	/* The service's time namespace (/proc/self/ns/time); 0 where the
@@ -79,7 +81,7 @@ _Static_assert(sizeof(struct service_page_header) <= TABLE_PAGE_HEADER_BYTES,
 /* What a reader must find in a page: its own user and settings. */
 struct service_page_expect {
 	uid_t uid;
-	bool relaxed;
+	bool relaxed; /* the reader's mode: which of the page's flags it reads */
 	bool force;
 	uint32_t hidden_hwcaps;
 	bool rseq_registered;
@@ -126,6 +128,7 @@ struct service_page_look {
 	bool found;	     /* a file was there */
 	const char *refused; /* NULL when it serves */
 	struct service_page_header header;
+	uint32_t api_flags; /* the page's flags for the reader's mode, as judged */
 };
 
 /* Opens path and checks the file and its contents; the descriptor is

@@ -43,19 +43,18 @@ static uint64_t service_page_distance(uint64_t a, uint64_t b)
 	return d < 0 ? (uint64_t)0 - (uint64_t)d : (uint64_t)d;
 }
 
-/* The settings a reader would read with must be the service's: the page's
- * flags say which entry points answer, in the service's mode. */
+/* The settings a reader would read with must be the service's (but for
+ * the mode: the page has flags for each). */
 static const char *service_page_judge_header(const struct service_page_header *header,
 					     const struct service_page_expect *expect)
 {
 	if (header->magic != SERVICE_PAGE_MAGIC)
 		return "not a fasttime page (wrong magic)";
 	if (header->version != SERVICE_PAGE_VERSION)
-		return "a page of another version";
+		return "a page of another version (this library reads version " SERVICE_PAGE_TEXT(
+		    SERVICE_PAGE_VERSION) "; restart the service with this fasttime)";
 	if (header->size != SERVICE_PAGE_SIZE)
 		return "a page of another size";
-	if (header->relaxed != expect->relaxed)
-		return "the service reads in another mode (FASTTIME_MODE)";
 	if (header->force != expect->force)
 		return "the service has another FASTTIME_FORCE";
 	if (header->hidden_hwcaps != expect->hidden_hwcaps)
@@ -226,7 +225,10 @@ const char *service_page_judge_by_line(const struct table_page *page,
 				       const struct table_record **line)
 {
 	const struct table_shared *shared = &page->shared;
-	uint32_t flags = __atomic_load_n(&shared->api_flags, __ATOMIC_RELAXED);
+	/* The reader's own mode's flags: what its entry points will read. */
+	uint32_t flags = __atomic_load_n(
+	    &shared->api_flags[expect->relaxed ? TABLE_MODE_RELAXED : TABLE_MODE_ORDERED],
+	    __ATOMIC_RELAXED);
 	uint64_t valid_from = __atomic_load_n(&shared->valid_from_tsc, __ATOMIC_ACQUIRE);
 	uint64_t valid_ticks = __atomic_load_n(&shared->valid_ticks, __ATOMIC_ACQUIRE);
 	const struct service_page_header *header = (const struct service_page_header *)page->header;
@@ -238,7 +240,8 @@ const char *service_page_judge_by_line(const struct table_page *page,
 	if (flags & CLOCK_START_PENDING)
 		return "the service has not started";
 	/* Relaxed and fenced reads take the CPU id from rseq, unless getcpu
-	 * gives it (then the service itself had no rseq). */
+	 * gives it (then the service itself had no rseq): as the service
+	 * read it for this reader's mode. */
 	if ((flags & (CLOCK_MODE_RELAXED | CLOCK_READ_LFENCE)) && !(flags & CLOCK_CPU_GETCPU) &&
 	    !expect->rseq_registered)
 		return "the service reads the CPU id from rseq, which this process lacks";

@@ -76,7 +76,6 @@ bool service_page_create(struct service_page_writer *writer, const char *path,
 		.service_pid = (int32_t)getpid(),
 		.interval_ms = settings->interval_ms,
 		.hidden_hwcaps = settings->hidden_hwcaps,
-		.relaxed = settings->relaxed,
 		.force = settings->force,
 	};
 	struct stat st;
