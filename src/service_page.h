@@ -105,10 +105,15 @@ const char *service_page_judge(const struct table_page *page,
 const char *service_page_judge_by_line(const struct table_page *page,
 				       const struct service_page_expect *expect,
 				       const struct table_record **line);
+/* The uid the kernel shows by default for a file whose owner the
+ * reader's user namespace does not map (/proc/sys/kernel/overflowuid
+ * says which it is here): never trusted as a page's owner. */
+#define SERVICE_PAGE_OVERFLOW_UID 65534u
 struct stat;
 /* NULL when the file st (a page's, as fstat saw it) may serve a reader
  * that expects this: regular, of the page's size, owned by root or the
- * reader's user, written by nobody else; else why not. */
+ * reader's user as the reader's user namespace maps them (never by the
+ * overflow uid), written by nobody else; else why not. */
 const char *service_page_judge_file(const struct stat *st,
 				    const struct service_page_expect *expect);
 
