@@ -4,6 +4,7 @@
 # directory that other users may enter (some readers and services here run
 # as another uid). Sets scratch, fasttimed, served, page_size, records_at,
 # valid_ticks_at, cpus; exits 77 where the fast path cannot run.
+# shellcheck shell=sh disable=SC2034 # (its variables are the sourcing script's)
 # shellcheck source=tests/lifecycle/life.sh disable=SC2031,SC2317
 . "$(dirname "$0")/life.sh"
 
