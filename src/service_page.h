@@ -107,10 +107,15 @@ const char *service_page_judge(const struct table_page *page,
 const char *service_page_judge_by_line(const struct table_page *page,
 				       const struct service_page_expect *expect,
 				       const struct table_record **line);
+/* The uid the kernel shows by default for a file whose owner the
+ * reader's user namespace does not map (/proc/sys/kernel/overflowuid
+ * says which it is here): never trusted as a page's owner. */
+#define SERVICE_PAGE_OVERFLOW_UID 65534u
 struct stat;
 /* NULL when the file st (a page's, as fstat saw it) may serve a reader
  * that expects this: regular, of the page's size, owned by root or the
- * reader's user, written by nobody else; else why not. */
+ * reader's user as the reader's user namespace maps them (never by the
+ * overflow uid), written by nobody else; else why not. */
 const char *service_page_judge_file(const struct stat *st,
 				    const struct service_page_expect *expect);
 
@@ -191,18 +196,30 @@ struct service_page_writer {
 	char temporary[PATH_MAX];
 	char lock[PATH_MAX]; /* path.lock, held while the service runs */
 	int lock_fd;
+	/* The page's own descriptor, kept: it holds a write lock on the page
+	 * (how a service starting on the same path, whatever became of
+	 * path.lock, tells a live one's page) and sets its append-only flag. */
+	int page_fd;
 	dev_t device;
 	ino_t inode;
 	bool published;
+	bool append_only; /* the page's flag set: nobody can shrink it */
 };
 
 /* Makes the file beside path under a temporary name, with the table's
  * present contents and the header, and maps it over this process's table,
  * read-write: from then on the engine writes the page. Makes path's
- * directory if it is missing. False with a message in error. */
+ * directory if it is missing; refuses one that another user owns or that
+ * others may write, and a path whose page a live service holds. False
+ * with a message in error. */
 bool service_page_create(struct service_page_writer *writer, const char *path,
 			 const struct settings *settings, char *error, size_t error_len);
-/* Gives the page its name: readers may find it from now on. */
+/* Gives the page its name: readers may find it from now on. Where this
+ * service may (CAP_LINUX_IMMUTABLE, a file system that has the flag), the
+ * page is then made append-only: no one, root included, can truncate it,
+ * write it by a descriptor, remove it or rename over it until the flag is
+ * taken off (service_page_remove does), so that no mistake makes its
+ * readers' mapping shorter than the page (SIGBUS). */
 bool service_page_publish(struct service_page_writer *writer, char *error, size_t error_len);
 /* Removes the page's name (and a temporary one), unless another page has
  * taken the name since, and releases the lock. The mapping stays: readers that have it see what
