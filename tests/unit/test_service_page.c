@@ -307,7 +307,7 @@ START_TEST(test_other_cpu_line_refused)
 	service_page_test_page.records[other].offset += 3600000000000ull;
 	service_page_test_judged("another CPU's line disagrees");
 	service_page_test_setup();
-	service_page_test_page.shared.api_flags |= CLOCK_API_MONOTONIC_RAW;
+	service_page_test_page.shared.api_flags[TABLE_MODE_ORDERED] |= CLOCK_API_MONOTONIC_RAW;
 	for (uint32_t cpu = 0; cpu < SERVICE_PAGE_TEST_CPUS; cpu++)
 		service_page_test_page.raw_records[cpu] =
 		    (struct table_record){ .mult = raw.mult, .offset = raw.offset };
