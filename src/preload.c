@@ -120,8 +120,12 @@ static void preload_tsc_did_not_answer(void)
 {
 	if (__builtin_expect(__atomic_load_n(&refresh_state, __ATOMIC_RELAXED) == REFRESH_SERVED,
 			     0)) {
+		const char *condemned;
+
 		if (service_page_abandoned())
 			refresh_leave_service(SERVICE_PAGE_ABANDONED_WHY, true);
+		else if ((condemned = service_page_condemned()) != NULL)
+			refresh_leave_service(condemned, false);
 		else
 			refresh_look_for_service_again();
 	}
