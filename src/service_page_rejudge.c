@@ -39,14 +39,14 @@ static uint64_t service_page_next_judge_tsc;
 static bool service_page_judging;
 
 /* Ticks for ns at the TSC's rate mult (a slope below 1 ns per tick). */
-static uint64_t service_page_ticks(uint64_t ns, uint64_t mult)
+static uint64_t service_page_rejudge_ticks(uint64_t ns, uint64_t mult)
 {
 	return (uint64_t)(((unsigned __int128)ns << 64) / mult);
 }
 
 /* The kernel's clock id by its system call, made here: no tap, no shim
  * beneath the library can move it. 0 when it fails. */
-static uint64_t service_page_syscall_ns(clockid_t id)
+static uint64_t service_page_rejudge_syscall_ns(clockid_t id)
 {
 	struct timespec ts;
 
@@ -57,7 +57,7 @@ static uint64_t service_page_syscall_ns(clockid_t id)
 
 /* The kernel's clock id as libc answers the process (the vDSO, or what
  * is preloaded beneath the library). 0 when it fails. */
-static uint64_t service_page_libc_ns(clockid_t id)
+static uint64_t service_page_rejudge_libc_ns(clockid_t id)
 {
 	struct timespec ts;
 
@@ -67,10 +67,10 @@ static uint64_t service_page_libc_ns(clockid_t id)
 }
 
 /* How a judgement reads the kernel's clocks. */
-typedef uint64_t (*service_page_clock_fn)(clockid_t id);
+typedef uint64_t (*service_page_rejudge_clock_fn)(clockid_t id);
 
 /* Whether ns is within SERVICE_PAGE_AGREE_NS of [before, after]. */
-static bool service_page_within(uint64_t before, uint64_t ns, uint64_t after)
+static bool service_page_rejudge_within(uint64_t before, uint64_t ns, uint64_t after)
 {
 	return ns + SERVICE_PAGE_AGREE_NS >= before && ns <= after + SERVICE_PAGE_AGREE_NS;
 }
@@ -80,7 +80,7 @@ static bool service_page_within(uint64_t before, uint64_t ns, uint64_t after)
  * gives within the agreement of the kernel's clock id. Two tries, for a
  * preemption between the reads. */
 static const char *service_page_rejudge_lines(const struct table_record *records, clockid_t id,
-					      uint64_t rate, service_page_clock_fn now)
+					      uint64_t rate, service_page_rejudge_clock_fn now)
 {
 	for (unsigned attempt = 0; attempt < 2; attempt++) {
 		uint64_t before = now(id);
@@ -93,10 +93,12 @@ static const char *service_page_rejudge_lines(const struct table_record *records
 
 			if (line.mult == 0)
 				continue;
-			if (line.mult < rate - rate / 8 || line.mult > rate + rate / 8)
+			/* Told as a distance: rate + rate / 8 overflows for a
+			 * TSC a little above 1 GHz. */
+			if ((line.mult > rate ? line.mult - rate : rate - line.mult) > rate / 8)
 				return "a line's slope is not the TSC's rate";
-			if (!service_page_within(before, clock_mulhi(tsc, line.mult) + line.offset,
-						 after))
+			if (!service_page_rejudge_within(
+				before, clock_mulhi(tsc, line.mult) + line.offset, after))
 				agree = false;
 		}
 		if (agree)
@@ -107,7 +109,7 @@ static const char *service_page_rejudge_lines(const struct table_record *records
 
 /* Each offset the page answers a clock with, against that clock minus
  * CLOCK_MONOTONIC read beside it (two tries). */
-static const char *service_page_rejudge_offsets(uint32_t flags, service_page_clock_fn now)
+static const char *service_page_rejudge_offsets(uint32_t flags, service_page_rejudge_clock_fn now)
 {
 	for (unsigned kind = CLOCK_OFFSET_NONE + 1; kind < CLOCK_OFFSET_COUNT; kind++) {
 		const struct clock_row *row = clock_table_row_for_offset(kind);
@@ -123,7 +125,8 @@ static const char *service_page_rejudge_offsets(uint32_t flags, service_page_clo
 			    __atomic_load_n(&table_page.shared.offset_ns[kind], __ATOMIC_RELAXED);
 
 			/* ns - offset is the page's CLOCK_MONOTONIC for it. */
-			agree = after >= before && service_page_within(before, ns - offset, after);
+			agree = after >= before &&
+				service_page_rejudge_within(before, ns - offset, after);
 		}
 		if (!agree)
 			return "its offset of a clock disagrees with the kernel's";
@@ -133,7 +136,7 @@ static const char *service_page_rejudge_offsets(uint32_t flags, service_page_clo
 
 /* NULL when the page (the table, mapped read-only), which the caller
  * found fresh, is right now by the clocks now reads. */
-static const char *service_page_rejudge_by(uint64_t rate, service_page_clock_fn now)
+static const char *service_page_rejudge_by(uint64_t rate, service_page_rejudge_clock_fn now)
 {
 	uint32_t flags = __atomic_load_n(&table_page.shared.api_flags, __ATOMIC_RELAXED);
 	const char *refused;
@@ -160,9 +163,9 @@ static const char *service_page_rejudge_now(uint64_t rate)
 	if (clock_mulhi(valid_ticks, rate) > SERVICE_PAGE_MAX_VALID_NS)
 		return "an absurd validity";
 	if (!refresh_served_under_filter() &&
-	    service_page_rejudge_by(rate, service_page_syscall_ns) == NULL)
+	    service_page_rejudge_by(rate, service_page_rejudge_syscall_ns) == NULL)
 		return NULL;
-	return service_page_rejudge_by(rate, service_page_libc_ns);
+	return service_page_rejudge_by(rate, service_page_rejudge_libc_ns);
 }
 
 /* The judgement, by the one caller that holds service_page_judging. A
@@ -171,7 +174,7 @@ static const char *service_page_rejudge_now(uint64_t rate)
  * values in place now and then never wins back the fast path. */
 static bool service_page_rejudge_held(uint64_t tsc, uint64_t rate)
 {
-	uint64_t period = service_page_ticks(SERVICE_PAGE_REJUDGE_NS, rate);
+	uint64_t period = service_page_rejudge_ticks(SERVICE_PAGE_REJUDGE_NS, rate);
 	uint64_t since = __atomic_load_n(&service_page_doubted_since_tsc, __ATOMIC_RELAXED);
 	const char *refused;
 
@@ -181,7 +184,8 @@ static bool service_page_rejudge_held(uint64_t tsc, uint64_t rate)
 	refused = service_page_rejudge_now(rate);
 	if (since != 0)
 		__atomic_store_n(&service_page_next_judge_tsc,
-				 tsc + service_page_ticks(SERVICE_PAGE_DOUBT_RETRY_NS, rate),
+				 tsc +
+				     service_page_rejudge_ticks(SERVICE_PAGE_DOUBT_RETRY_NS, rate),
 				 __ATOMIC_RELAXED);
 	if (refused == NULL) {
 		if (since != 0 && clock_mulhi(tsc - __atomic_load_n(&service_page_last_doubt_tsc,
@@ -199,7 +203,8 @@ static bool service_page_rejudge_held(uint64_t tsc, uint64_t rate)
 			  service_page_served(), refused);
 		__atomic_store_n(&service_page_judged_until_tsc, 0, __ATOMIC_RELEASE);
 		__atomic_store_n(&service_page_next_judge_tsc,
-				 tsc + service_page_ticks(SERVICE_PAGE_DOUBT_RETRY_NS, rate),
+				 tsc +
+				     service_page_rejudge_ticks(SERVICE_PAGE_DOUBT_RETRY_NS, rate),
 				 __ATOMIC_RELAXED);
 		__atomic_store_n(&service_page_doubted_since_tsc, tsc, __ATOMIC_RELAXED);
 	}
@@ -223,7 +228,7 @@ bool service_page_rejudge(uint64_t tsc)
 	}
 	until = __atomic_load_n(&service_page_judged_until_tsc, __ATOMIC_ACQUIRE);
 	if ((int64_t)(until - tsc) > 0 &&
-	    until - tsc <= service_page_ticks(SERVICE_PAGE_REJUDGE_NS, rate)) {
+	    until - tsc <= service_page_rejudge_ticks(SERVICE_PAGE_REJUDGE_NS, rate)) {
 		clock_thread.judged_until_tsc = until;
 		return true;
 	}
@@ -242,7 +247,8 @@ void service_page_rejudge_reset(uint64_t tsc, uint64_t rate)
 	__atomic_store_n(&service_page_doubted_since_tsc, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&service_page_doubts, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&service_page_judged_until_tsc,
-			 tsc + service_page_ticks(SERVICE_PAGE_REJUDGE_NS, rate), __ATOMIC_RELEASE);
+			 tsc + service_page_rejudge_ticks(SERVICE_PAGE_REJUDGE_NS, rate),
+			 __ATOMIC_RELEASE);
 	__atomic_store_n(&service_page_judging, false, __ATOMIC_RELEASE);
 }
 
