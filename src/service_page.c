@@ -25,7 +25,7 @@
 /* A served process's TSC rate (a line's slope), kept when it maps the
  * page: how long the page has been stale is told in ns even where the
  * service has withdrawn every line. */
-static uint64_t service_page_rate;
+uint64_t service_page_rate;
 
 /* Where the page that serves this process was found, which file it was,
  * and what it was judged for: a reader looks there again while its page
@@ -160,6 +160,7 @@ static const char *service_page_attach(const struct table_page *view, const stru
 		return "cannot be mapped over the table";
 	}
 	__atomic_store_n(&service_page_rate, rate, __ATOMIC_RELAXED);
+	service_page_rejudge_reset(cpu_rdtsc(), rate);
 	/* path may be service_page_served_path itself (a look again). */
 	memmove(service_page_served_path, path, length + 1);
 	service_page_served_device = st->st_dev;
@@ -360,6 +361,7 @@ void service_page_after_fork_in_child(void)
 	 * under a handler) happened whole or not at all for the child's
 	 * mapping: the flag it held is nobody's here. */
 	__atomic_store_n(&service_page_remapping, false, __ATOMIC_RELEASE);
+	service_page_rejudge_after_fork_in_child();
 }
 
 bool service_page_same_time_namespace(void)

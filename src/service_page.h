@@ -57,6 +57,21 @@
 	"the calibration service's page has been stale for " SERVICE_PAGE_TEXT(                    \
 	    SERVICE_PAGE_ABANDON_SECONDS) " s"
 
+/* A served reader judges its page again at most this often (the whole
+ * process), and no thread answers from the page longer than this after
+ * the last judgement that found it right (service_page_rejudge): below
+ * SERVICE_PAGE_MAX_VALID_NS, so a page never grants more. */
+#define SERVICE_PAGE_REJUDGE_NS 100000000ull
+/* Once the page disagrees, the process answers with libc and judges it
+ * again at most this often, until it has agreed at every judgement for
+ * SERVICE_PAGE_DOUBT_NS; a page that has disagreed at SERVICE_PAGE_DOUBTS
+ * judgements spread over SERVICE_PAGE_DOUBT_NS is left
+ * (service_page_condemned). A service's own page disagrees for a look of
+ * its watch at most (a step of the clock it has not yet seen). */
+#define SERVICE_PAGE_DOUBT_RETRY_NS 10000000ull
+#define SERVICE_PAGE_DOUBT_NS	    1000000000ull
+#define SERVICE_PAGE_DOUBTS	    3u
+
 struct service_page_header {
 	uint64_t magic;
 	uint32_t version;
@@ -182,6 +197,29 @@ bool service_page_look_due(void);
  * page: the process is served by it from then on. True when it is. One
  * caller at a time; another finds the look taken and returns false. */
 bool service_page_look_again(void);
+
+/* A served process's TSC rate (the slope of the line its page was
+ * accepted by); 0 where it was never served. */
+extern __attribute__((visibility("hidden"))) uint64_t service_page_rate;
+
+/* For the careful read, once this thread's reads from the TSC have reached
+ * clock_thread.judged_until_tsc (tsc): true when the table may answer,
+ * with the deadline moved on. A process's own table always may; a served
+ * process's page is judged again (at most every SERVICE_PAGE_REJUDGE_NS
+ * for the process, through libc's clocks, no lock, no allocation): its
+ * validity, its lines' slopes against the rate it was accepted by, its
+ * lines and offsets against the kernel's clocks. False while it
+ * disagrees: the caller asks libc. */
+bool service_page_rejudge(uint64_t tsc);
+/* A page mapped over the table was judged right at tsc (its acceptance),
+ * at the TSC's rate rate. */
+void service_page_rejudge_reset(uint64_t tsc, uint64_t rate);
+/* In a fork child: a judgement the parent had in progress is nobody's. */
+void service_page_rejudge_after_fork_in_child(void);
+/* Why the page that serves this process is to be left (it has disagreed
+ * with the kernel's clocks for SERVICE_PAGE_DOUBT_NS), or NULL. Loads and
+ * a TSC read. */
+const char *service_page_condemned(void);
 
 /* The path of the page that serves this process, or NULL. */
 const char *service_page_served(void);
