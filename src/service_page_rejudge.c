@@ -138,7 +138,7 @@ static const char *service_page_rejudge_offsets(uint32_t flags, service_page_rej
  * found fresh, is right now by the clocks now reads. */
 static const char *service_page_rejudge_by(uint64_t rate, service_page_rejudge_clock_fn now)
 {
-	uint32_t flags = __atomic_load_n(&table_page.shared.api_flags, __ATOMIC_RELAXED);
+	uint32_t flags = table_api_flags();
 	const char *refused;
 
 	refused = service_page_rejudge_lines(table_page.records, CLOCK_MONOTONIC, rate, now);

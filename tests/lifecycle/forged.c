@@ -219,10 +219,12 @@ static void forged_rewrite_slope(struct table_page *page, uint64_t *frozen)
 	}
 	page->shared.valid_ticks = UINT64_MAX;
 	/* The service, finding its lines wrong, stops answering from them:
-	 * its flags as they were are put back. */
-	if (frozen[2] == 0)
-		frozen[2] = page->shared.api_flags | (1ull << 63);
-	page->shared.api_flags = (uint32_t)frozen[2];
+	 * each mode's flags as they were are put back. */
+	for (unsigned mode = 0; mode < TABLE_MODE_COUNT; mode++) {
+		if (frozen[2 + mode] == 0)
+			frozen[2 + mode] = page->shared.api_flags[mode] | (1ull << 63);
+		page->shared.api_flags[mode] = (uint32_t)frozen[2 + mode];
+	}
 }
 
 /* rewrite realtime: an hour ahead of whatever the service published. */
@@ -238,7 +240,7 @@ static void forged_rewrite_realtime(struct table_page *page, uint64_t *written)
 static __attribute__((noreturn)) void forged_rewrite(const char *mode, const char *path)
 {
 	struct table_page *page = forged_map(path, true);
-	uint64_t state[3] = { 0, 0, 0 };
+	uint64_t state[2 + TABLE_MODE_COUNT] = { 0 };
 
 	for (;;) {
 		if (strcmp(mode, "slope") == 0)
