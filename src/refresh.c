@@ -165,7 +165,7 @@ static void refresh_wait(uint64_t deadline_ns)
 		if (now >= deadline_ns)
 			return;
 		refresh_sleep_until(deadline_ns < look ? deadline_ns : look);
-		if (refresh_stop_asked())
+		if (refresh_stop_asked() || refresh_take_up_awaited_page())
 			return;
 		if (placement_wanted_new()) {
 			debug_log("a reader runs on a CPU without a line: a round now");
@@ -263,6 +263,12 @@ static void *refresh_main(void *unused)
 
 		refresh_after_round(round, &result);
 		refresh_wait(round_next_deadline(start + result.next_interval_ns));
+		/* Served by a page fresh again: nobody joins this thread. */
+		if (__atomic_load_n(&refresh_state, __ATOMIC_ACQUIRE) == REFRESH_SERVED) {
+			placement_set_thread(0);
+			pthread_detach(pthread_self());
+			return NULL;
+		}
 	}
 	refresh_stopped();
 	/* No reader may move a thread that has left (its id may be reused). */

@@ -52,6 +52,9 @@
  * own (a restart): a new page there serves it from then on, with no
  * thread of ours (service_page_look_again). */
 #define SERVICE_PAGE_LOOK_AGAIN_NS 200000000ull
+/* The refusal of a page whose service stopped renewing it: a process that
+ * found its page so at start looks at it again (service_page_take_up). */
+#define SERVICE_PAGE_STALE_WHY "stale: the service stopped renewing it"
 /* The reason a reader gives for leaving such a page, for FASTTIME_DEBUG. */
 #define SERVICE_PAGE_ABANDONED_WHY                                                                 \
 	"the calibration service's page has been stale for " SERVICE_PAGE_TEXT(                    \
@@ -177,6 +180,22 @@ bool service_page_look_due(void);
  * page: the process is served by it from then on. True when it is. One
  * caller at a time; another finds the look taken and returns false. */
 bool service_page_look_again(void);
+
+/* Whether a page was refused at start for being stale only (its service
+ * held by a real-time thread, or stopped a while), and is still awaited:
+ * the process's own refresh thread looks at it again now and then. */
+bool service_page_awaited(void);
+/* Whether the awaited page serves now: looked at, not mapped. A page
+ * refused for another reason than being stale, missing or not started is
+ * awaited no more (one line under FASTTIME_DEBUG). */
+bool service_page_awaited_serves(void);
+/* Maps the awaited page over this process's own table, read-only, once it
+ * serves, as at start: its readers read the service's lines from then on,
+ * and the engine writes nothing more (table_read_only). Only for the
+ * refresh thread, which alone writes the table, once it has stopped
+ * publishing; waits a little for readers that write it (table_writers_gone).
+ * True when the process is served. */
+bool service_page_take_up(void);
 
 /* The path of the page that serves this process, or NULL. */
 const char *service_page_served(void);

@@ -252,7 +252,7 @@ const char *service_page_judge_by_line(const struct table_page *page,
 	     header->time_ns_device != expect->time_ns_device))
 		return "written in another time namespace";
 	if (valid_ticks == 0 || cpu_rdtsc() - valid_from > valid_ticks)
-		return "stale: the service stopped renewing it";
+		return SERVICE_PAGE_STALE_WHY;
 	refused = service_page_judge_lines(page, line);
 	if (refused == NULL)
 		refused =
