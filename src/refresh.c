@@ -465,6 +465,20 @@ void refresh_after_fork_in_child(void)
 	 * it too, and nothing here is its own; unless the parent made another
 	 * time namespace for it by a raw system call, no interposer seeing it
 	 * (one stat of /proc, never under a filter). */
+	/* Made while the parent's thread took a page up (its table read-only,
+	 * the process not yet served): served where the page was mapped by
+	 * then (its path is set only once it is); else, unsure whether the
+	 * mapping was made, this child writes nothing and answers with libc. */
+	if (state != REFRESH_SERVED && __atomic_load_n(&table_read_only, __ATOMIC_ACQUIRE)) {
+		service_page_after_fork_in_child();
+		if (service_page_served() != NULL) {
+			signal_guard_set_pass_through(true);
+			refresh_set_state(REFRESH_SERVED);
+		} else {
+			refresh_set_state(REFRESH_OFF);
+		}
+		return;
+	}
 	if (state == REFRESH_SERVED) {
 		service_page_after_fork_in_child();
 		if (!refresh.served_under_filter && !service_page_same_time_namespace())
