@@ -66,9 +66,15 @@ void refresh_look_for_service_again(void)
 	errno = saved_errno;
 }
 
+/* The longest wait between two looks at an awaited page: the wait starts
+ * at SERVICE_PAGE_LOOK_AGAIN_NS and doubles at each look that finds it
+ * stale still, so that a page whose service died costs a look every 2 s. */
+#define REFRESH_AWAITED_MAX_WAIT_NS 2000000000ull
+
 /* When the refresh thread may look at an awaited page next (libc's
- * CLOCK_MONOTONIC, ns); the thread's alone. */
+ * CLOCK_MONOTONIC, ns), and the wait after that look; the thread's alone. */
 static uint64_t refresh_awaited_look_ns;
+static uint64_t refresh_awaited_wait_ns = SERVICE_PAGE_LOOK_AGAIN_NS;
 
 bool refresh_take_up_awaited_page(void)
 {
@@ -80,7 +86,11 @@ bool refresh_take_up_awaited_page(void)
 	now = libc_monotonic_ns();
 	if (now < refresh_awaited_look_ns)
 		return false;
-	refresh_awaited_look_ns = now + SERVICE_PAGE_LOOK_AGAIN_NS;
+	refresh_awaited_look_ns = now + refresh_awaited_wait_ns;
+	if (refresh_awaited_wait_ns < REFRESH_AWAITED_MAX_WAIT_NS / 2)
+		refresh_awaited_wait_ns *= 2;
+	else
+		refresh_awaited_wait_ns = REFRESH_AWAITED_MAX_WAIT_NS;
 	if (!service_page_awaited_serves())
 		return false;
 	/* Claimed as a stopper claims it: no stop, start or fork bookkeeping
