@@ -6,10 +6,13 @@
 
 #include "clock.h"
 
+#include "service_page.h"
+
 __thread struct clock_thread_state clock_thread __attribute__((tls_model("initial-exec")));
 
 /* The line at tsc as monotonic ns, or false when the table is stale, the TSC
- * is before its window, or the record holds no line. Two CPUs' lines
+ * is before its window, the record holds no line, or the table, judged
+ * again (service_page_rejudge), may not answer. Two CPUs' lines
  * disagree by a few nanoseconds and a refresh may bend a line under a
  * reader: then this thread keeps its last answer. */
 static bool clock_careful_finish(enum clock_lines lines, uint64_t tsc, struct calib_line line,
@@ -18,7 +21,13 @@ static bool clock_careful_finish(enum clock_lines lines, uint64_t tsc, struct ca
 	uint64_t *last = clock_lines_last(lines);
 	uint64_t ns;
 
-	if (tsc - valid_from > valid_ticks || line.mult == 0)
+	if (tsc - valid_from > valid_ticks) {
+		/* A page that was stale is judged again before it answers:
+		 * after a counter reset, this thread's deadline is far ahead. */
+		clock_thread.judged_until_tsc = 0;
+		return false;
+	}
+	if (line.mult == 0 || (tsc >= clock_thread.judged_until_tsc && !service_page_rejudge(tsc)))
 		return false;
 	ns = clock_mulhi(tsc, line.mult) + line.offset;
 	if (ns < *last)

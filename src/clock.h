@@ -45,6 +45,10 @@ struct clock_second {
 struct clock_thread_state {
 	uint64_t last_mono_ns; /* the monotonic clamp */
 	uint32_t last_cpu;     /* whose line to load before the TSC read */
+	/* The counter reading from which this thread's table must be judged
+	 * again before it answers (service_page_rejudge): 0 at first,
+	 * UINT64_MAX where the table is the process's own. */
+	uint64_t judged_until_tsc;
 	/* The second each clock last answered in, by its offset kind. */
 	struct clock_second seconds[CLOCK_OFFSET_COUNT];
 	/* CLOCK_MONOTONIC_RAW's clamp and second: its lines are its own. */
@@ -72,10 +76,10 @@ CLOCK_FAST uint64_t *clock_lines_last(enum clock_lines lines)
 }
 
 /* The fast read gives up, and the careful read (clock.c) answers, whenever
- * anything is unusual: a stale table, a thread that moved to another CPU,
- * a line that would take this thread's time back, a thread with no clamp
- * yet, a new second. So the fast read calls nothing and keeps one test per
- * condition after the counter read. */
+ * anything is unusual: a stale table, a table due to be judged again, a thread that moved to
+ * another CPU, a line that would take this thread's time back, a thread with no clamp yet, a new
+ * second. So the fast read calls nothing and keeps one test per condition after the counter read.
+ */
 
 /* The line at tsc, if the table is fresh and it keeps this thread's time
  * from going back. One comparison covers three cases: last - 1 wraps when
@@ -88,6 +92,8 @@ CLOCK_FAST bool clock_fast_finish(enum clock_lines lines, uint64_t tsc, struct c
 	uint64_t ns;
 
 	if (__builtin_expect(tsc - valid_from > valid_ticks, 0))
+		return false;
+	if (__builtin_expect(tsc >= clock_thread.judged_until_tsc, 0))
 		return false;
 	ns = clock_mulhi(tsc, line.mult) + line.offset;
 	if (__builtin_expect(ns <= *last - 1, 0))

@@ -67,6 +67,18 @@ static bool fasttimed_default_page(char page[PATH_MAX])
 	return true;
 }
 
+/* Why a user's service has no default page: its words for a usage error. */
+static const char *fasttimed_no_default_page(void)
+{
+	const char *runtime = settings_secure_getenv("XDG_RUNTIME_DIR");
+
+	if (runtime == NULL || runtime[0] == '\0')
+		return "XDG_RUNTIME_DIR is not set";
+	if (runtime[0] != '/')
+		return "XDG_RUNTIME_DIR is not absolute";
+	return "XDG_RUNTIME_DIR is too long";
+}
+
 /* clang-format off */
 static const struct option fasttimed_longs[] = {
 	{ "page", required_argument, NULL, 'p' },
@@ -114,8 +126,8 @@ static int fasttimed_parse(int argc, char **argv, struct fasttimed_options *opti
 					 argv[optind]);
 	if (!options->help && !options->version && options->page[0] == '\0' &&
 	    !fasttimed_default_page(options->page))
-		return command_bad_usage("fasttimed",
-					 "XDG_RUNTIME_DIR is not set: give --page PATH");
+		return command_bad_usage("fasttimed", "%s: give --page PATH",
+					 fasttimed_no_default_page());
 	return 0;
 }
 

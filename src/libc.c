@@ -52,6 +52,41 @@ void libc_resolve(void)
 	errno = saved_errno;
 }
 
+void *fasttime_libc_beneath(const char *name)
+{
+	void *found = dlsym(RTLD_NEXT, name);
+	void *(*next)(const char *) = (void *(*)(const char *))dlsym(RTLD_NEXT, LIBC_BENEATH);
+	Dl_info at, marker;
+
+	/* A definition in a fasttime library is skipped: that library's own
+	 * lookup says what lies beneath it (a tap, another library, libc). */
+	if (found != NULL && next != NULL && dladdr(found, &at) != 0 &&
+	    dladdr((void *)next, &marker) != 0 && at.dli_fbase == marker.dli_fbase)
+		return next(name);
+	return found;
+}
+
+/* Stores the definition beneath every fasttime library in entry, where
+ * one is found. */
+#define LIBC_RESOLVE_BENEATH(entry, name)                                                          \
+	do {                                                                                       \
+		__typeof__(libc_time.entry) found =                                                \
+		    (__typeof__(libc_time.entry))fasttime_libc_beneath(name);                      \
+		if (found != NULL)                                                                 \
+			__atomic_store_n(&libc_time.entry, found, __ATOMIC_RELEASE);               \
+	} while (0)
+
+void libc_resolve_beneath_fasttime(void)
+{
+	int saved_errno = errno;
+
+	LIBC_RESOLVE_BENEATH(clock_gettime, "clock_gettime");
+	LIBC_RESOLVE_BENEATH(gettimeofday, "gettimeofday");
+	LIBC_RESOLVE_BENEATH(time, "time");
+	LIBC_RESOLVE_BENEATH(timespec_get, "timespec_get");
+	errno = saved_errno;
+}
+
 int libc_syscall_clock_gettime(clockid_t id, struct timespec *ts)
 {
 	return (int)syscall(SYS_clock_gettime, id, ts);

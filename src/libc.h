@@ -24,6 +24,24 @@ extern __attribute__((visibility("hidden"))) struct libc_time_functions libc_tim
  * and the entry points then answer with the system call. */
 void libc_resolve(void);
 
+/* For a calibration service, once, before it reads any clock: each entry
+ * becomes the definition beneath every fasttime library preloaded into
+ * the process (LD_PRELOAD, /etc/ld.so.preload), so that the service
+ * calibrates against the kernel's clocks (libc's, the vDSO's), never
+ * against a library's answers, which a page, its own old one included,
+ * may give. A preloaded shim beneath the library (the tests' tap) is
+ * kept: it stands for the kernel. Looks up symbols that may be missing,
+ * whose error path allocates: never from a time call. */
+void libc_resolve_beneath_fasttime(void);
+
+/* The name a fasttime library exports its fasttime_libc_beneath under: a
+ * lookup of it also tells a fasttime library from any other object. */
+#define LIBC_BENEATH "fasttime_libc_beneath"
+/* The definition of name in the first object after the caller's that is
+ * not a fasttime library (RTLD_NEXT, skipping each such library by asking
+ * it in turn), or NULL. Exported by libfasttime.so. */
+void *fasttime_libc_beneath(const char *name) __attribute__((visibility("default")));
+
 /* The same calls as libc makes them when its function is not yet known:
  * the system call, with libc's return value and errno convention. */
 int libc_syscall_clock_gettime(clockid_t id, struct timespec *ts);

@@ -34,6 +34,15 @@ static inline bool preload_is_null(const void *pointer)
 	return pointer == NULL;
 }
 
+/* Defined, and exported, by the programs that run a calibration service
+ * (service.c): the library preloaded into one (/etc/ld.so.preload, an
+ * exported LD_PRELOAD) passes every call through. The service reads the
+ * kernel's clocks beneath it, and no page may serve the process that
+ * writes one, its own old page least of all; nor does it need a thread of
+ * ours. Weak: NULL in every other program, at no cost beyond the dynamic
+ * linker's one lookup. */
+extern const char fasttime_service_process __attribute__((weak));
+
 static void preload_after_fork_in_child(void)
 {
 	refresh_after_fork_in_child();
@@ -58,6 +67,8 @@ __attribute__((constructor)) static void preload_init(void)
 	char page[PATH_MAX];
 
 	settings_load(&settings, settings_secure_getenv, debug_write_line);
+	if (&fasttime_service_process != NULL)
+		settings.disabled = true;
 	debug_enabled = settings.debug;
 	cpu_hidden_hwcaps = settings.hidden_hwcaps;
 	if (!settings.disabled) {
@@ -109,8 +120,12 @@ static void preload_tsc_did_not_answer(void)
 {
 	if (__builtin_expect(__atomic_load_n(&refresh_state, __ATOMIC_RELAXED) == REFRESH_SERVED,
 			     0)) {
+		const char *condemned;
+
 		if (service_page_abandoned())
 			refresh_leave_service(SERVICE_PAGE_ABANDONED_WHY, true);
+		else if ((condemned = service_page_condemned()) != NULL)
+			refresh_leave_service(condemned, false);
 		else
 			refresh_look_for_service_again();
 	}

@@ -6,13 +6,22 @@
 #include <stdio.h>
 
 #include "cpu.h"
+#include "libc.h"
 #include "refresh.h"
 #include "table.h"
 #include "verdict.h"
 
+/* Exported by the programs that run a service (their link flags): a
+ * fasttime library preloaded into them finds it and passes every call
+ * through (preload.c). */
+__attribute__((visibility("default"), used)) const char fasttime_service_process = 1;
+
 bool service_start(struct service_page_writer *page, const char *path,
 		   const struct settings *settings, char *error, size_t error_len)
 {
+	/* Before any clock is read: the engine calibrates against the
+	 * kernel's clocks, whatever is preloaded. */
+	libc_resolve_beneath_fasttime();
 	/* Before the engine writes anything: the page starts as a copy of
 	 * the empty table, and the engine's writes land in it. */
 	if (!service_page_create(page, path, settings, error, error_len))

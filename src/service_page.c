@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -24,7 +25,7 @@
 /* A served process's TSC rate (a line's slope), kept when it maps the
  * page: how long the page has been stale is told in ns even where the
  * service has withdrawn every line. */
-static uint64_t service_page_rate;
+uint64_t service_page_rate;
 
 /* Where the page that serves this process was found, which file it was,
  * and what it was judged for: a reader looks there again while its page
@@ -46,13 +47,54 @@ static struct service_page_expect service_page_awaited_expect;
  * (a thread beside it, a signal handler) finds it taken and goes on. */
 static bool service_page_remapping;
 
+/* The file's status by a raw system call: open, fstat and close are
+ * cancellation points in libc, and a served reader's look at its page runs
+ * inside the program's time call, where a pending cancellation must not
+ * act (x86-64's struct stat is the kernel's). */
+static int service_page_fstat(int fd, struct stat *st)
+{
+	return (int)raw_syscall(SYS_fstat, fd, (long)st, 0, 0, 0, 0);
+}
+
+/* The ioctl that gives a process's time namespace from its pidfd (Linux
+ * 6.11), where the headers are older. */
+#ifndef PIDFD_GET_TIME_NAMESPACE
+#define PIDFD_GET_TIME_NAMESPACE _IO(0xFF, 7)
+#endif
+
+/* This process's time namespace without /proc, which a mount namespace
+ * can hide: from a pidfd of its own (raw system calls; the descriptors go
+ * at once). False where the kernel cannot tell (older than 6.11, no time
+ * namespaces, or a filter refuses the calls). */
+static bool service_page_time_namespace_by_pidfd(struct stat *st)
+{
+	int pidfd = (int)raw_syscall(
+	    SYS_pidfd_open, (long)raw_syscall(SYS_getpid, 0, 0, 0, 0, 0, 0), 0, 0, 0, 0, 0);
+	int nsfd;
+
+	if (pidfd < 0)
+		return false;
+	nsfd = (int)raw_syscall(SYS_ioctl, pidfd, (long)PIDFD_GET_TIME_NAMESPACE, 0, 0, 0, 0);
+	raw_syscall(SYS_close, pidfd, 0, 0, 0, 0, 0);
+	if (nsfd < 0)
+		return false;
+	if (service_page_fstat(nsfd, st) != 0) {
+		raw_syscall(SYS_close, nsfd, 0, 0, 0, 0, 0);
+		return false;
+	}
+	raw_syscall(SYS_close, nsfd, 0, 0, 0, 0, 0);
+	return true;
+}
+
 void service_page_time_namespace(uint64_t *device, uint64_t *inode)
 {
 	struct stat st;
 
 	*device = 0;
 	*inode = 0;
-	if (stat("/proc/self/ns/time", &st) == 0) {
+	if (raw_syscall(SYS_newfstatat, AT_FDCWD, (long)"/proc/self/ns/time", (long)&st, 0, 0, 0) ==
+		0 ||
+	    service_page_time_namespace_by_pidfd(&st)) {
 		*device = (uint64_t)st.st_dev;
 		*inode = (uint64_t)st.st_ino;
 	}
@@ -135,21 +177,13 @@ static const char *service_page_attach(const struct table_page *view, const stru
 		return "cannot be mapped over the table";
 	}
 	__atomic_store_n(&service_page_rate, rate, __ATOMIC_RELAXED);
+	service_page_rejudge_reset(cpu_rdtsc(), rate);
 	/* path may be service_page_served_path itself (a look again). */
 	memmove(service_page_served_path, path, length + 1);
 	service_page_served_device = st->st_dev;
 	service_page_served_inode = st->st_ino;
 	service_page_served_expect = *expect;
 	return NULL;
-}
-
-/* The file's status by a raw system call: open, fstat and close are
- * cancellation points in libc, and a served reader's look at its page runs
- * inside the program's time call, where a pending cancellation must not
- * act (x86-64's struct stat is the kernel's). */
-static int service_page_fstat(int fd, struct stat *st)
-{
-	return (int)raw_syscall(SYS_fstat, fd, (long)st, 0, 0, 0, 0);
 }
 
 void service_page_look_at(const char *path, const struct service_page_expect *expect, bool attach,
@@ -394,6 +428,7 @@ void service_page_after_fork_in_child(void)
 	 * under a handler) happened whole or not at all for the child's
 	 * mapping: the flag it held is nobody's here. */
 	__atomic_store_n(&service_page_remapping, false, __ATOMIC_RELEASE);
+	service_page_rejudge_after_fork_in_child();
 }
 
 bool service_page_same_time_namespace(void)

@@ -60,6 +60,21 @@
 	"the calibration service's page has been stale for " SERVICE_PAGE_TEXT(                    \
 	    SERVICE_PAGE_ABANDON_SECONDS) " s"
 
+/* A served reader judges its page again at most this often (the whole
+ * process), and no thread answers from the page longer than this after
+ * the last judgement that found it right (service_page_rejudge): below
+ * SERVICE_PAGE_MAX_VALID_NS, so a page never grants more. */
+#define SERVICE_PAGE_REJUDGE_NS 100000000ull
+/* Once the page disagrees, the process answers with libc and judges it
+ * again at most this often, until it has agreed at every judgement for
+ * SERVICE_PAGE_DOUBT_NS; a page that has disagreed at SERVICE_PAGE_DOUBTS
+ * judgements spread over SERVICE_PAGE_DOUBT_NS is left
+ * (service_page_condemned). A service's own page disagrees for a look of
+ * its watch at most (a step of the clock it has not yet seen). */
+#define SERVICE_PAGE_DOUBT_RETRY_NS 10000000ull
+#define SERVICE_PAGE_DOUBT_NS	    1000000000ull
+#define SERVICE_PAGE_DOUBTS	    3u
+
 struct service_page_header {
 	uint64_t magic;
 	uint32_t version;
@@ -110,10 +125,15 @@ const char *service_page_judge(const struct table_page *page,
 const char *service_page_judge_by_line(const struct table_page *page,
 				       const struct service_page_expect *expect,
 				       const struct table_record **line);
+/* The uid the kernel shows by default for a file whose owner the
+ * reader's user namespace does not map (/proc/sys/kernel/overflowuid
+ * says which it is here): never trusted as a page's owner. */
+#define SERVICE_PAGE_OVERFLOW_UID 65534u
 struct stat;
 /* NULL when the file st (a page's, as fstat saw it) may serve a reader
  * that expects this: regular, of the page's size, owned by root or the
- * reader's user, written by nobody else; else why not. */
+ * reader's user as the reader's user namespace maps them (never by the
+ * overflow uid), written by nobody else; else why not. */
 const char *service_page_judge_file(const struct stat *st,
 				    const struct service_page_expect *expect);
 
@@ -196,6 +216,28 @@ bool service_page_awaited_serves(void);
  * publishing; waits a little for readers that write it (table_writers_gone).
  * True when the process is served. */
 bool service_page_take_up(void);
+/* A served process's TSC rate (the slope of the line its page was
+ * accepted by); 0 where it was never served. */
+extern __attribute__((visibility("hidden"))) uint64_t service_page_rate;
+
+/* For the careful read, once this thread's reads from the TSC have reached
+ * clock_thread.judged_until_tsc (tsc): true when the table may answer,
+ * with the deadline moved on. A process's own table always may; a served
+ * process's page is judged again (at most every SERVICE_PAGE_REJUDGE_NS
+ * for the process, through libc's clocks, no lock, no allocation): its
+ * validity, its lines' slopes against the rate it was accepted by, its
+ * lines and offsets against the kernel's clocks. False while it
+ * disagrees: the caller asks libc. */
+bool service_page_rejudge(uint64_t tsc);
+/* A page mapped over the table was judged right at tsc (its acceptance),
+ * at the TSC's rate rate. */
+void service_page_rejudge_reset(uint64_t tsc, uint64_t rate);
+/* In a fork child: a judgement the parent had in progress is nobody's. */
+void service_page_rejudge_after_fork_in_child(void);
+/* Why the page that serves this process is to be left (it has disagreed
+ * with the kernel's clocks for SERVICE_PAGE_DOUBT_NS), or NULL. Loads and
+ * a TSC read. */
+const char *service_page_condemned(void);
 
 /* The path of the page that serves this process, or NULL. */
 const char *service_page_served(void);
@@ -210,18 +252,30 @@ struct service_page_writer {
 	char temporary[PATH_MAX];
 	char lock[PATH_MAX]; /* path.lock, held while the service runs */
 	int lock_fd;
+	/* The page's own descriptor, kept: it holds a write lock on the page
+	 * (how a service starting on the same path, whatever became of
+	 * path.lock, tells a live one's page) and sets its append-only flag. */
+	int page_fd;
 	dev_t device;
 	ino_t inode;
 	bool published;
+	bool append_only; /* the page's flag set: nobody can shrink it */
 };
 
 /* Makes the file beside path under a temporary name, with the table's
  * present contents and the header, and maps it over this process's table,
  * read-write: from then on the engine writes the page. Makes path's
- * directory if it is missing. False with a message in error. */
+ * directory if it is missing; refuses one that another user owns or that
+ * others may write, and a path whose page a live service holds. False
+ * with a message in error. */
 bool service_page_create(struct service_page_writer *writer, const char *path,
 			 const struct settings *settings, char *error, size_t error_len);
-/* Gives the page its name: readers may find it from now on. */
+/* Gives the page its name: readers may find it from now on. Where this
+ * service may (CAP_LINUX_IMMUTABLE, a file system that has the flag), the
+ * page is then made append-only: no one, root included, can truncate it,
+ * write it by a descriptor, remove it or rename over it until the flag is
+ * taken off (service_page_remove does), so that no mistake makes its
+ * readers' mapping shorter than the page (SIGBUS). */
 bool service_page_publish(struct service_page_writer *writer, char *error, size_t error_len);
 /* Removes the page's name (and a temporary one), unless another page has
  * taken the name since, and releases the lock. The mapping stays: readers that have it see what

@@ -64,14 +64,15 @@ check "the page exists once the unit is started (Type=notify)" test -f "$page"
 check "the page is root's, mode 644" [ "$(owner_mode "$page")" = 0:644 ]
 check "its directory is root's, mode 755" [ "$(owner_mode /run/fasttime)" = 0:755 ]
 check "fasttime --info: served" info_says_served
-# The sandbox as the kernel sees the service: no capability, no new
-# privileges, a seccomp filter.
+# The sandbox as the kernel sees the service: one capability (to make its
+# page append-only), no new privileges, a seccomp filter.
 status_of() {
     awk -v key="$1:" '$1 == key { print $2 }' \
         "/proc/$(systemctl show -p MainPID --value fasttimed)/status"
 }
-check "the service has no capability" \
-    [ "$(status_of CapEff)" = 0000000000000000 -a "$(status_of CapBnd)" = 0000000000000000 ]
+check "the service's one capability is CAP_LINUX_IMMUTABLE" \
+    [ "$(status_of CapEff)" = 0000000000000200 -a "$(status_of CapBnd)" = 0000000000000200 ]
+check "root cannot truncate the published page" sh -c "! truncate -s 0 $page 2>/dev/null"
 check "the service runs with no_new_privs and a seccomp filter" \
     [ "$(status_of NoNewPrivs)" = 1 -a "$(status_of Seccomp)" = 2 ]
 echo "# $(systemd-analyze security fasttimed 2>/dev/null | tail -n 1)"

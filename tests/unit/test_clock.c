@@ -664,7 +664,8 @@ END_TEST
 
 /* The fast read answers only in the common case and leaves every other one
  * to the careful read: a thread with no clamp yet, a line behind its clamp,
- * a guess of the wrong CPU, a withdrawn record, a new second. Each case is
+ * a guess of the wrong CPU, a withdrawn record, a new second, a table due
+ * to be judged again. Each case is
  * set up after a fast answer, so each refusal is the case's own. */
 START_TEST(test_clock_fast_gives_up)
 {
@@ -713,6 +714,16 @@ START_TEST(test_clock_fast_gives_up)
 	ck_assert(!clock_fast_monotonic(mode, &ts));
 	ck_assert(clock_careful_monotonic(mode, &ts));
 	ck_assert_int_eq(clock_thread.seconds[CLOCK_OFFSET_NONE].sec, 400);
+	ck_assert(clock_fast_monotonic(mode, &ts));
+
+	/* Past the thread's deadline: refused; the careful read judges the
+	 * table again (the process's own: never again) and answers. */
+	clock_thread = good;
+	ck_assert_uint_eq(good.judged_until_tsc, UINT64_MAX);
+	clock_thread.judged_until_tsc = clock_test_tsc();
+	ck_assert(!clock_fast_monotonic(mode, &ts));
+	ck_assert(clock_careful_monotonic(mode, &ts));
+	ck_assert_uint_eq(clock_thread.judged_until_tsc, UINT64_MAX);
 	ck_assert(clock_fast_monotonic(mode, &ts));
 
 	/* This CPU's record withdrawn: neither read answers. */

@@ -69,6 +69,7 @@ static void service_page_test_setup(void)
 	struct calib_line line = service_page_test_line_of(CLOCK_MONOTONIC);
 	struct timespec realtime;
 
+	service_page_time_namespace(&header.time_ns_device, &header.time_ns_inode);
 	memset(page, 0, sizeof *page);
 	memcpy(page->header, &header, sizeof header);
 	for (uint32_t cpu = 0; cpu < SERVICE_PAGE_TEST_CPUS; cpu++) {
@@ -88,6 +89,8 @@ static void service_page_test_setup(void)
 	memset(&service_page_test_expect, 0, sizeof service_page_test_expect);
 	service_page_test_expect.uid = geteuid();
 	service_page_test_expect.rseq_registered = true;
+	service_page_test_expect.time_ns_device = header.time_ns_device;
+	service_page_test_expect.time_ns_inode = header.time_ns_inode;
 	service_page_test_file[0] = '\0';
 }
 
@@ -277,6 +280,40 @@ START_TEST(test_other_clock_refused)
 	service_page_test_expect.time_ns_device = 1;
 	service_page_test_expect.time_ns_inode = 2;
 	service_page_test_judged("another time namespace");
+	/* Where one side cannot tell its namespace (no /proc, no pidfd's way
+	 * to it), the reader may be in another: refused either way. */
+	service_page_test_setup();
+	service_page_test_header()->time_ns_inode = 1;
+	service_page_test_expect.time_ns_device = 0;
+	service_page_test_expect.time_ns_inode = 0;
+	service_page_test_judged("cannot tell its time namespace");
+	service_page_test_setup();
+	service_page_test_header()->time_ns_device = 0;
+	service_page_test_header()->time_ns_inode = 0;
+	service_page_test_expect.time_ns_inode = 1;
+	service_page_test_judged("could not tell its time namespace");
+}
+END_TEST
+
+/* Every CPU's line is judged, not only the one the reader runs on: the
+ * counters are one clock, and a line an hour off on a CPU the reader runs
+ * on later would answer an hour off there. The last CPU the test gives a
+ * line is one this process does not run on (below 64 CPUs). */
+START_TEST(test_other_cpu_line_refused)
+{
+	const uint32_t other = SERVICE_PAGE_TEST_CPUS - 1;
+	struct calib_line raw = service_page_test_line_of(CLOCK_MONOTONIC_RAW);
+
+	service_page_test_page.records[other].offset += 3600000000000ull;
+	service_page_test_judged("another CPU's line disagrees");
+	service_page_test_setup();
+	service_page_test_page.shared.api_flags[TABLE_MODE_ORDERED] |= CLOCK_API_MONOTONIC_RAW;
+	for (uint32_t cpu = 0; cpu < SERVICE_PAGE_TEST_CPUS; cpu++)
+		service_page_test_page.raw_records[cpu] =
+		    (struct table_record){ .mult = raw.mult, .offset = raw.offset };
+	service_page_test_judged(NULL);
+	service_page_test_page.raw_records[other].offset -= 3600000000000ull;
+	service_page_test_judged("CLOCK_MONOTONIC_RAW line disagrees");
 }
 END_TEST
 
@@ -378,6 +415,25 @@ START_TEST(test_file_checks)
 	ck_assert_msg(geteuid() == 0 ? refused == NULL
 				     : refused != NULL && strstr(refused, "another user") != NULL,
 		      "another user's: %s", refused != NULL ? refused : "served");
+	/* An owner this user namespace does not map shows as the overflow
+	 * uid: never trusted, even by a reader running as that uid. */
+	{
+		struct stat st = { .st_mode = S_IFREG | 0644,
+				   .st_uid = SERVICE_PAGE_OVERFLOW_UID,
+				   .st_size = SERVICE_PAGE_SIZE };
+
+		service_page_test_expect.uid = SERVICE_PAGE_OVERFLOW_UID;
+		refused = service_page_judge_file(&st, &service_page_test_expect);
+		ck_assert_msg(refused != NULL && strstr(refused, "overflow uid") != NULL,
+			      "an unmapped owner: %s", refused != NULL ? refused : "served");
+		st.st_uid = 0;
+		refused = service_page_judge_file(&st, &service_page_test_expect);
+		ck_assert_msg(refused == NULL, "root's: %s", refused);
+		st.st_uid = 1234;
+		service_page_test_expect.uid = 1234;
+		refused = service_page_judge_file(&st, &service_page_test_expect);
+		ck_assert_msg(refused == NULL, "the reader's own: %s", refused);
+	}
 	service_page_look_at("/tmp", &service_page_test_expect, false, &look);
 	ck_assert_msg(look.refused != NULL && strstr(look.refused, "regular") != NULL,
 		      "a directory: %s", look.refused != NULL ? look.refused : "served");
@@ -403,6 +459,7 @@ Suite *suite_service_page(void)
 	tcase_add_test(tc, test_other_clock_refused);
 	tcase_add_test(tc, test_uncovered_cpu_refused);
 	tcase_add_test(tc, test_raw_lines_judged);
+	tcase_add_test(tc, test_other_cpu_line_refused);
 	tcase_add_test(tc, test_file_checks);
 	suite_add_tcase(s, tc);
 	return s;
