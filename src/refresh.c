@@ -165,7 +165,7 @@ static void refresh_wait(uint64_t deadline_ns)
 		if (now >= deadline_ns)
 			return;
 		refresh_sleep_until(deadline_ns < look ? deadline_ns : look);
-		if (refresh_stop_asked())
+		if (refresh_stop_asked() || refresh_take_up_awaited_page())
 			return;
 		if (placement_wanted_new()) {
 			debug_log("a reader runs on a CPU without a line: a round now");
@@ -263,6 +263,12 @@ static void *refresh_main(void *unused)
 
 		refresh_after_round(round, &result);
 		refresh_wait(round_next_deadline(start + result.next_interval_ns));
+		/* Served by a page fresh again: nobody joins this thread. */
+		if (__atomic_load_n(&refresh_state, __ATOMIC_ACQUIRE) == REFRESH_SERVED) {
+			placement_set_thread(0);
+			pthread_detach(pthread_self());
+			return NULL;
+		}
 	}
 	refresh_stopped();
 	/* No reader may move a thread that has left (its id may be reused). */
@@ -459,6 +465,20 @@ void refresh_after_fork_in_child(void)
 	 * it too, and nothing here is its own; unless the parent made another
 	 * time namespace for it by a raw system call, no interposer seeing it
 	 * (one stat of /proc, never under a filter). */
+	/* Made while the parent's thread took a page up (its table read-only,
+	 * the process not yet served): served where the page was mapped by
+	 * then (its path is set only once it is); else, unsure whether the
+	 * mapping was made, this child writes nothing and answers with libc. */
+	if (state != REFRESH_SERVED && __atomic_load_n(&table_read_only, __ATOMIC_ACQUIRE)) {
+		service_page_after_fork_in_child();
+		if (service_page_served() != NULL) {
+			signal_guard_set_pass_through(true);
+			refresh_set_state(REFRESH_SERVED);
+		} else {
+			refresh_set_state(REFRESH_OFF);
+		}
+		return;
+	}
 	if (state == REFRESH_SERVED) {
 		service_page_after_fork_in_child();
 		if (!refresh.served_under_filter && !service_page_same_time_namespace())

@@ -44,6 +44,16 @@ bool refresh_leave_service(const char *why, bool only_if_abandoned);
  * served by it from then on: one debug line says so. */
 void refresh_look_for_service_again(void);
 
+/* For the refresh thread of a process that found its service's page stale
+ * at start (service_page_awaited), between its rounds: a look at the page
+ * at once, SERVICE_PAGE_LOOK_AGAIN_NS later, and then after twice the last
+ * wait, up to 2 s; where it serves again,
+ * the thread stops publishing, the page is mapped over the table and the
+ * process is served from then on, as if it had been from the start (the
+ * readers' clamps keep each thread's clock from going back across the
+ * change of lines). True when it is: the thread then ends. */
+bool refresh_take_up_awaited_page(void);
+
 /* Starts the thread unless it runs, has failed or is not wanted. */
 void refresh_start(void);
 

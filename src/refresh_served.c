@@ -2,7 +2,9 @@
  * its changes of state. It is served from its constructor on, with no
  * thread of ours; it leaves the page for its own thread once the page is
  * abandoned or no longer of its time namespace, and while the page is
- * stale it looks for a service started in its service's place. */
+ * stale it looks for a service started in its service's place. A process
+ * that found its page stale at start is served once the page is fresh
+ * again, its own thread ending then. */
 #include "config.h"
 
 #include "refresh.h"
@@ -10,6 +12,7 @@
 #include <errno.h>
 
 #include "debug.h"
+#include "libc.h"
 #include "sandbox.h"
 #include "service_page.h"
 #include "signal_guard.h"
@@ -61,4 +64,49 @@ void refresh_look_for_service_again(void)
 		    service_page_served(),
 		    (int)((const struct service_page_header *)table_page.header)->service_pid);
 	errno = saved_errno;
+}
+
+/* The longest wait between two looks at an awaited page: the wait starts
+ * at SERVICE_PAGE_LOOK_AGAIN_NS and doubles at each look that finds it
+ * stale still, so that a page whose service died costs a look every 2 s. */
+#define REFRESH_AWAITED_MAX_WAIT_NS 2000000000ull
+
+/* When the refresh thread may look at an awaited page next (libc's
+ * CLOCK_MONOTONIC, ns), and the wait after that look; the thread's alone. */
+static uint64_t refresh_awaited_look_ns;
+static uint64_t refresh_awaited_wait_ns = SERVICE_PAGE_LOOK_AGAIN_NS;
+
+bool refresh_take_up_awaited_page(void)
+{
+	int running = REFRESH_RUNNING;
+	uint64_t now;
+
+	if (!service_page_awaited())
+		return false;
+	now = libc_monotonic_ns();
+	if (now < refresh_awaited_look_ns)
+		return false;
+	refresh_awaited_look_ns = now + refresh_awaited_wait_ns;
+	if (refresh_awaited_wait_ns < REFRESH_AWAITED_MAX_WAIT_NS / 2)
+		refresh_awaited_wait_ns *= 2;
+	else
+		refresh_awaited_wait_ns = REFRESH_AWAITED_MAX_WAIT_NS;
+	if (!service_page_awaited_serves())
+		return false;
+	/* Claimed as a stopper claims it: no stop, start or fork bookkeeping
+	 * changes the state meanwhile, and this thread publishes nothing more. */
+	if (!__atomic_compare_exchange_n(&refresh_state, &running, REFRESH_STOPPING, false,
+					 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+		return false;
+	if (!service_page_take_up()) {
+		refresh_set_state(REFRESH_RUNNING);
+		return false;
+	}
+	signal_guard_set_pass_through(true);
+	refresh_set_state(REFRESH_SERVED);
+	debug_log("calibration served by the page %s (service pid %d), fresh again: the refresh "
+		  "thread ends",
+		  service_page_served(),
+		  (int)((const struct service_page_header *)table_page.header)->service_pid);
+	return true;
 }

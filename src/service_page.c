@@ -36,6 +36,12 @@ static ino_t service_page_served_inode;
 static struct service_page_expect service_page_served_expect;
 /* When the next look may be, in TSC ticks. */
 static uint64_t service_page_next_look_tsc;
+/* A page refused at start for being stale, which the refresh thread looks
+ * at again (service_page_take_up), and what it was judged for; the path
+ * is empty when none is awaited. Written by the constructor, then by the
+ * refresh thread alone. */
+static char service_page_awaited_path[PATH_MAX];
+static struct service_page_expect service_page_awaited_expect;
 /* Taken, never waited for, by whoever changes what is mapped over the
  * table once the process runs (a look again, a leave): another caller
  * (a thread beside it, a signal handler) finds it taken and goes on. */
@@ -130,6 +136,11 @@ unsigned service_page_default_paths(uid_t uid, char paths[2][PATH_MAX])
 	return count;
 }
 
+/* How long a page taken up in the process's run waits for readers writing
+ * the table: far beyond a write's few instructions, unless the writer was
+ * preempted or stopped (the page is looked at again later). */
+#define SERVICE_PAGE_WRITERS_WAIT_MS 100u
+
 /* Moves the view of a page that serves (the file st, judged through that
  * view) over the table, read-only: one mremap, which readers see as the
  * old table until it is done and the new page from then on; the file is
@@ -145,8 +156,14 @@ static const char *service_page_attach(const struct table_page *view, const stru
 
 	if (length >= sizeof service_page_served_path)
 		return "a path too long";
-	/* Before the mapping: from now on no writer may touch the table. */
-	__atomic_store_n(&table_read_only, true, __ATOMIC_RELEASE);
+	/* Before the mapping: from now on no writer may touch the table; a
+	 * reader that was writing it (a table of our own, its thread running)
+	 * has gone before the page comes. */
+	__atomic_store_n(&table_read_only, true, __ATOMIC_SEQ_CST);
+	if (!again && !table_writers_gone(SERVICE_PAGE_WRITERS_WAIT_MS)) {
+		__atomic_store_n(&table_read_only, false, __ATOMIC_RELEASE);
+		return "a reader was writing the table";
+	}
 	if (mremap((void *)view, SERVICE_PAGE_SIZE, SERVICE_PAGE_SIZE,
 		   MREMAP_MAYMOVE | MREMAP_FIXED, &table_page) == MAP_FAILED) {
 		/* The kernel may have unmapped the table already. Never served
@@ -247,6 +264,12 @@ bool service_page_find(const struct settings *settings, bool rseq_registered, bo
 		if (this.refused == NULL)
 			return true;
 		debug_log("not served by the page %s: %s", paths[i], this.refused);
+		/* Stale only: fresh again, it serves (service_page_take_up). */
+		if (attach && service_page_awaited_path[0] == '\0' &&
+		    strcmp(this.refused, SERVICE_PAGE_STALE_WHY) == 0) {
+			memcpy(service_page_awaited_path, paths[i], PATH_MAX);
+			service_page_awaited_expect = expect;
+		}
 	}
 	return false;
 }
@@ -351,6 +374,50 @@ bool service_page_look_again(void)
 			debug_log("not served by the page %s: %s", service_page_served_path,
 				  look.refused);
 	}
+	__atomic_store_n(&service_page_remapping, false, __ATOMIC_RELEASE);
+	return served;
+}
+
+bool service_page_awaited(void)
+{
+	return service_page_awaited_path[0] != '\0' &&
+	       !__atomic_load_n(&table_read_only, __ATOMIC_ACQUIRE);
+}
+
+bool service_page_awaited_serves(void)
+{
+	struct service_page_look look;
+
+	if (!service_page_awaited())
+		return false;
+	service_page_look_at(service_page_awaited_path, &service_page_awaited_expect, false, &look);
+	if (look.refused == NULL)
+		return true;
+	/* A service stopped a while, gone or starting may yet serve; one
+	 * that refuses for another reason will not. */
+	if (look.found && strcmp(look.refused, SERVICE_PAGE_STALE_WHY) != 0 &&
+	    strcmp(look.refused, "the service has not started") != 0) {
+		debug_log("not served by the page %s: %s; no longer looked at",
+			  service_page_awaited_path, look.refused);
+		service_page_awaited_path[0] = '\0';
+	}
+	return false;
+}
+
+bool service_page_take_up(void)
+{
+	struct service_page_look look;
+	bool served = false;
+
+	if (!service_page_awaited() ||
+	    __atomic_exchange_n(&service_page_remapping, true, __ATOMIC_ACQ_REL))
+		return false;
+	service_page_look_at(service_page_awaited_path, &service_page_awaited_expect, true, &look);
+	served = look.refused == NULL;
+	if (served)
+		service_page_awaited_path[0] = '\0';
+	else
+		debug_log("not served by the page %s: %s", service_page_awaited_path, look.refused);
 	__atomic_store_n(&service_page_remapping, false, __ATOMIC_RELEASE);
 	return served;
 }

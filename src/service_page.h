@@ -52,6 +52,9 @@
  * own (a restart): a new page there serves it from then on, with no
  * thread of ours (service_page_look_again). */
 #define SERVICE_PAGE_LOOK_AGAIN_NS 200000000ull
+/* The refusal of a page whose service stopped renewing it: a process that
+ * found its page so at start looks at it again (service_page_take_up). */
+#define SERVICE_PAGE_STALE_WHY "stale: the service stopped renewing it"
 /* The reason a reader gives for leaving such a page, for FASTTIME_DEBUG. */
 #define SERVICE_PAGE_ABANDONED_WHY                                                                 \
 	"the calibration service's page has been stale for " SERVICE_PAGE_TEXT(                    \
@@ -198,6 +201,21 @@ bool service_page_look_due(void);
  * caller at a time; another finds the look taken and returns false. */
 bool service_page_look_again(void);
 
+/* Whether a page was refused at start for being stale only (its service
+ * held by a real-time thread, or stopped a while), and is still awaited:
+ * the process's own refresh thread looks at it again now and then. */
+bool service_page_awaited(void);
+/* Whether the awaited page serves now: looked at, not mapped. A page
+ * refused for another reason than being stale, missing or not started is
+ * awaited no more (one line under FASTTIME_DEBUG). */
+bool service_page_awaited_serves(void);
+/* Maps the awaited page over this process's own table, read-only, once it
+ * serves, as at start: its readers read the service's lines from then on,
+ * and the engine writes nothing more (table_read_only). Only for the
+ * refresh thread, which alone writes the table, once it has stopped
+ * publishing; waits a little for readers that write it (table_writers_gone).
+ * True when the process is served. */
+bool service_page_take_up(void);
 /* A served process's TSC rate (the slope of the line its page was
  * accepted by); 0 where it was never served. */
 extern __attribute__((visibility("hidden"))) uint64_t service_page_rate;

@@ -302,7 +302,7 @@ const char *service_page_judge_by_line(const struct table_page *page,
 	if (refused != NULL)
 		return refused;
 	if (valid_ticks == 0 || cpu_rdtsc() - valid_from > valid_ticks)
-		return "stale: the service stopped renewing it";
+		return SERVICE_PAGE_STALE_WHY;
 	refused = service_page_judge_lines(page, line);
 	if (refused == NULL)
 		refused =

@@ -20,13 +20,15 @@
  * seemed to run. Well under a second, so that the thread starts within a
  * second of the first call outside every handler. */
 #define SIGNAL_GUARD_LOOK_INTERVAL_NS 500000000ull
-/* Nested handlers whose frames are kept; deeper ones are forgotten only by
- * a look (see signal_guard_may_start). */
-#define SIGNAL_GUARD_FRAMES 8u
+/* The trampoline frames kept per thread: the innermost handlers entered.
+ * Not a limit on depth: the frames of outer ones pushed out of the ring are
+ * summed up by their lowest and highest address (see signal_guard_may_start). */
+#define SIGNAL_GUARD_RING 16u
 
-/* One thread's handlers: how many run now, where each one's trampoline
- * frame is, and which signals they were entered for. Initial-exec TLS: a
- * handler may read it at any moment. */
+/* One thread's handlers: how many may run now (entered through a
+ * trampoline, not known to be left), where each one's trampoline frame is,
+ * and which signals they were entered for. Initial-exec TLS: a handler may
+ * read it at any moment. */
 struct signal_guard_thread {
 	unsigned depth;
 	bool nodefer;		   /* one of them ran with its signal unblocked */
@@ -34,7 +36,11 @@ struct signal_guard_thread {
 	uint64_t held;		   /* signals whose install this thread holds (fork) */
 	uint64_t look_at_ns;	   /* a look for foreign handlers is due (0: now) */
 	uint64_t depth_look_at_ns; /* a look with depth > 0 is due (0: not set) */
-	uintptr_t frames[SIGNAL_GUARD_FRAMES];
+	/* The frame of entry i (0 the outermost) at i % SIGNAL_GUARD_RING, for
+	 * the last SIGNAL_GUARD_RING entries; those before lie between
+	 * beyond_low and beyond_high (set while depth > SIGNAL_GUARD_RING). */
+	uintptr_t frames[SIGNAL_GUARD_RING];
+	uintptr_t beyond_low, beyond_high;
 };
 extern __thread struct signal_guard_thread signal_guard_thread
     __attribute__((tls_model("initial-exec"), visibility("hidden")));
@@ -43,10 +49,11 @@ extern __thread struct signal_guard_thread signal_guard_thread
  * the library runs on it, and none of the foreign ones seems to (a foreign
  * handler whose signal is blocked, or the alternate signal stack in use).
  * A handler left by longjmp is taken for left once the caller's frame lies
- * above its trampoline's, or, failing that, once a look (one system call,
- * at most every SIGNAL_GUARD_LOOK_INTERVAL_NS) finds none of the signals
- * of the handlers entered blocked. Writes only this thread's state; errno
- * is kept. */
+ * above its trampoline's on the same stack, or, failing that, by a look
+ * (system calls, at most every SIGNAL_GUARD_LOOK_INTERVAL_NS): its frame on
+ * the alternate stack while the caller is not on it, or none of the signals
+ * of the handlers entered blocked (unless one had SA_NODEFER). Writes only
+ * this thread's state; errno is kept. */
 bool signal_guard_may_start(void);
 
 /* A process served by a calibration service runs no thread of ours, so

@@ -1,7 +1,7 @@
 /* The look before a thread start (signal_guard_may_start): whether a
  * handler may run on this thread. The trampolines' count answers without a
  * system call; handlers left by longjmp are forgotten by their frames, or
- * by a look at the thread's mask; foreign handlers (installed around libc)
+ * by a look at the alternate stack and the thread's mask; foreign handlers (installed around libc)
  * are looked for with system calls, at most every
  * SIGNAL_GUARD_LOOK_INTERVAL_NS per thread. Its only state is this
  * thread's signal_guard_thread. */
@@ -42,19 +42,37 @@ static bool signal_guard_foreign_maybe(const sigset_t *blocked)
 	return false;
 }
 
-/* Forgets the handlers this thread left by longjmp: a trampoline frame
- * below the caller's on the stack has returned or been jumped out of. A
- * frame on another stack (the alternate one) may lie anywhere: one above
- * the caller's is kept, and so are frames beyond SIGNAL_GUARD_FRAMES: the
- * look decides for those. */
-static void signal_guard_forget_left(uintptr_t here)
+/* Whether a trampoline frame was left: it lies below the caller's frame
+ * here (the stack grows down, so the caller returned or jumped above it),
+ * or on the alternate stack [alt_low, alt_high) while the caller is not on
+ * it (a handler running there has the caller on it). */
+static bool signal_guard_frame_left(uintptr_t frame, uintptr_t here, uintptr_t alt_low,
+				    uintptr_t alt_high)
 {
-	struct signal_guard_thread *t = &signal_guard_thread;
-	unsigned depth = t->depth;
+	return frame < here || (frame >= alt_low && frame < alt_high);
+}
 
-	while (depth > 0 && depth <= SIGNAL_GUARD_FRAMES && t->frames[depth - 1] < here)
-		depth--;
-	t->depth = depth;
+/* Whether every handler this thread entered was left, judged by their
+ * frames: those in the ring one by one, those pushed out of it by their
+ * range, which must lie below the caller's frame or on the alternate stack,
+ * or span both where that stack reaches below the caller's frame. */
+static bool signal_guard_all_left(uintptr_t here, uintptr_t alt_low, uintptr_t alt_high)
+{
+	const struct signal_guard_thread *t = &signal_guard_thread;
+	unsigned depth = t->depth;
+	unsigned first = depth > SIGNAL_GUARD_RING ? depth - SIGNAL_GUARD_RING : 0;
+
+	for (unsigned i = first; i < depth; i++)
+		if (!signal_guard_frame_left(t->frames[i % SIGNAL_GUARD_RING], here, alt_low,
+					     alt_high))
+			return false;
+	if (first == 0)
+		return true;
+	if (t->beyond_high < here)
+		return true;
+	if (t->beyond_low >= alt_low && t->beyond_high < alt_high)
+		return true;
+	return alt_low <= here && t->beyond_high < alt_high;
 }
 
 /* Forgets every handler this thread entered: none runs. */
@@ -94,21 +112,38 @@ static bool signal_guard_entered_may_run(const sigset_t *blocked)
 	return false;
 }
 
+/* The look at the handlers entered that their frames did not show left:
+ * the alternate stack's range (the caller not on it), then, unless one had
+ * SA_NODEFER, the signal mask. System calls. */
+static bool signal_guard_left_by_look(uintptr_t here)
+{
+	stack_t stack;
+	sigset_t blocked;
+
+	if (sigaltstack(NULL, &stack) != 0 || (stack.ss_flags & SS_ONSTACK))
+		return false;
+	if (!(stack.ss_flags & SS_DISABLE) &&
+	    signal_guard_all_left(here, (uintptr_t)stack.ss_sp,
+				  (uintptr_t)stack.ss_sp + stack.ss_size))
+		return true;
+	if (signal_guard_thread.nodefer)
+		return false;
+	return pthread_sigmask(SIG_BLOCK, NULL, &blocked) == 0 &&
+	       !signal_guard_entered_may_run(&blocked);
+}
+
 /* Whether this thread may create a thread now (signal_guard.h). */
 bool signal_guard_may_start(void)
 {
 	struct signal_guard_thread *t = &signal_guard_thread;
+	uintptr_t here = (uintptr_t)__builtin_frame_address(0);
 	int saved_errno;
 	sigset_t blocked;
 	bool maybe;
 
 	if (t->depth > 0) {
-		signal_guard_forget_left((uintptr_t)__builtin_frame_address(0));
-		if (t->depth == 0) {
+		if (signal_guard_all_left(here, 0, 0))
 			signal_guard_forget_all();
-		} else if (t->nodefer) {
-			return false;
-		}
 	} else if (t->depth_look_at_ns != 0) {
 		/* The handlers returned: a later one waits its own interval. */
 		t->depth_look_at_ns = 0;
@@ -128,12 +163,16 @@ bool signal_guard_may_start(void)
 			return false;
 		}
 		t->depth_look_at_ns = now + SIGNAL_GUARD_LOOK_INTERVAL_NS;
-		if (pthread_sigmask(SIG_BLOCK, NULL, &blocked) != 0 ||
-		    signal_guard_entered_may_run(&blocked)) {
+		if (!signal_guard_left_by_look(here)) {
 			errno = saved_errno;
 			return false;
 		}
 		signal_guard_forget_all();
+		if (pthread_sigmask(SIG_BLOCK, NULL, &blocked) != 0) {
+			t->look_at_ns = signal_guard_now_ns() + SIGNAL_GUARD_LOOK_INTERVAL_NS;
+			errno = saved_errno;
+			return false;
+		}
 	} else {
 		if (t->look_at_ns != 0 && signal_guard_now_ns() < t->look_at_ns) {
 			errno = saved_errno;

@@ -20,39 +20,63 @@ struct signal_guard_entry {
 	unsigned depth;
 	bool nodefer;
 	uint64_t running;
+	uintptr_t frame; /* what the ring held where this entry's frame goes */
+	uintptr_t beyond_low, beyond_high;
 };
 
-/* Marks a handler for sig as running on this thread. The signal and the
- * depth go up before the frame is stored, so that a handler nesting in
- * between takes the next slot and sees this one counted; leaving restores
+/* Marks a handler for sig as running on this thread, its trampoline frame
+ * at frame. A top entry whose frame is the same one was left (two handlers
+ * running cannot share a frame): this one takes its place, so that probes
+ * left by siglongjmp from one place do not pile up. The frame is stored
+ * before the depth goes up, so that a handler nesting in between, which
+ * puts back what it found, leaves the ring as it was. Leaving restores
  * what was seen on entry, which also forgets handlers nested inside this
  * one that were left by longjmp. */
 static inline struct signal_guard_entry signal_guard_enter(int sig, unsigned slot, uintptr_t frame)
 {
 	struct signal_guard_thread *t = &signal_guard_thread;
-	struct signal_guard_entry entry = { t->depth, t->nodefer, t->running };
+	unsigned depth = t->depth;
+	bool replaces = depth > 0 && t->frames[(depth - 1) % SIGNAL_GUARD_RING] == frame;
+	struct signal_guard_entry entry;
 
+	if (replaces)
+		depth--;
+	entry = (struct signal_guard_entry){ depth,	    t->nodefer,
+					     t->running,    t->frames[depth % SIGNAL_GUARD_RING],
+					     t->beyond_low, t->beyond_high };
 	/* The first handler of a thread that seemed to run none: its own
 	 * calls wait a whole interval before any look. */
-	if (entry.depth == 0)
+	if (depth == 0)
 		t->depth_look_at_ns = 0;
 	t->running = entry.running | signal_guard_bit(sig);
 	t->nodefer = entry.nodefer ||
 		     __atomic_load_n(&signal_guard_slots.nodefer[slot][sig], __ATOMIC_RELAXED);
+	/* The entry whose frame this one's pushes out of the ring is summed
+	 * up by the range of such frames. */
+	if (!replaces && depth >= SIGNAL_GUARD_RING) {
+		if (depth == SIGNAL_GUARD_RING || entry.frame < t->beyond_low)
+			t->beyond_low = entry.frame;
+		if (depth == SIGNAL_GUARD_RING || entry.frame > t->beyond_high)
+			t->beyond_high = entry.frame;
+	}
+	t->frames[depth % SIGNAL_GUARD_RING] = frame;
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	t->depth = entry.depth + 1;
-	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	if (entry.depth < SIGNAL_GUARD_FRAMES)
-		t->frames[entry.depth] = frame;
+	t->depth = depth + 1;
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	return entry;
 }
 
-/* Marks the handler entered with entry as returned. */
+/* Marks the handler entered with entry as returned. The ring is put back
+ * before the depth comes down, so that a handler nesting in between finds
+ * this entry still counted and uses the next place. */
 static inline void signal_guard_leave(const struct signal_guard_entry *entry)
 {
 	struct signal_guard_thread *t = &signal_guard_thread;
 
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	t->frames[entry->depth % SIGNAL_GUARD_RING] = entry->frame;
+	t->beyond_low = entry->beyond_low;
+	t->beyond_high = entry->beyond_high;
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	t->depth = entry->depth;
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);

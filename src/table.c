@@ -4,6 +4,7 @@
 #include "table.h"
 
 #include <stdbool.h>
+#include <time.h>
 
 #include "clock_table.h"
 
@@ -13,6 +14,9 @@ const uint32_t *table_own_flags = &table_page.shared.api_flags[TABLE_MODE_ORDERE
 /* Aligned, and a whole number of cache lines: the readers' rare writes here
  * never take a line the read path loads. */
 unsigned long table_wanted[TABLE_WANTED_WORDS] __attribute__((aligned(64)));
+/* Readers inside table_swap_offset now: a page mapped over the table in
+ * the process's run waits until they have gone (table_writers_gone). */
+static unsigned table_writers;
 
 /* A served process's table is the service's page, mapped read-only: its
  * engine never runs, and this keeps any path that would still write (a
@@ -176,8 +180,30 @@ void table_set_offset(enum clock_offset_kind kind, uint64_t offset_ns)
 
 bool table_swap_offset(enum clock_offset_kind kind, uint64_t expected_ns, uint64_t offset_ns)
 {
-	if (kind == CLOCK_OFFSET_NONE || kind >= CLOCK_OFFSET_COUNT || table_is_read_only())
+	bool swapped;
+
+	if (kind == CLOCK_OFFSET_NONE || kind >= CLOCK_OFFSET_COUNT)
 		return false;
-	return __atomic_compare_exchange_n(&table_page.shared.offset_ns[kind], &expected_ns,
-					   offset_ns, false, __ATOMIC_RELEASE, __ATOMIC_RELAXED);
+	/* Counted before the flag is read, each in total order with the
+	 * flag's store and the count's load in table_writers_gone: either
+	 * this writer sees the flag, or the waiter sees the writer. */
+	__atomic_add_fetch(&table_writers, 1u, __ATOMIC_SEQ_CST);
+	swapped = !__atomic_load_n(&table_read_only, __ATOMIC_SEQ_CST) &&
+		  __atomic_compare_exchange_n(&table_page.shared.offset_ns[kind], &expected_ns,
+					      offset_ns, false, __ATOMIC_RELEASE, __ATOMIC_RELAXED);
+	__atomic_sub_fetch(&table_writers, 1u, __ATOMIC_RELEASE);
+	return swapped;
+}
+
+bool table_writers_gone(unsigned max_ms)
+{
+	struct timespec ms = { 0, 1000000 };
+
+	for (unsigned waited = 0;; waited++) {
+		if (__atomic_load_n(&table_writers, __ATOMIC_SEQ_CST) == 0)
+			return true;
+		if (waited >= max_ms)
+			return false;
+		nanosleep(&ms, NULL);
+	}
 }

@@ -139,6 +139,11 @@ void table_set_offset(enum clock_offset_kind kind, uint64_t offset_ns);
 /* Publishes a moved offset unless someone published another since
  * expected_ns was read: true when this one went in. */
 bool table_swap_offset(enum clock_offset_kind kind, uint64_t expected_ns, uint64_t offset_ns);
+/* After table_read_only was set on a table a reader could still write (a
+ * reader's table_swap_offset, its check made before the flag): waits, in
+ * 1 ms sleeps up to max_ms, until none is writing; true when none is, and
+ * none will. */
+bool table_writers_gone(unsigned max_ms);
 
 /* The writer's copy of table_wanted, and its clearing: the program's threads
  * moved, and those still without a line say so again. */

@@ -3,12 +3,15 @@
 
 #include "life.h"
 
+#include "api_choice.h"
 #include "watch.h"
 
 #include "machine.h"
 
 #include <dirent.h>
 #include <dlfcn.h>
+#include <elf.h>
+#include <link.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -816,4 +819,95 @@ int life_wait_child(pid_t pid, unsigned seconds)
 	kill(pid, SIGKILL);
 	waitpid(pid, &status, 0);
 	life_fail("child %d hung (deadlock?)", (int)pid);
+}
+
+/* The preloaded library as the loader placed it: its file and load base. */
+struct life_library {
+	char path[4096];
+	uintptr_t base;
+};
+
+/* dl_iterate_phdr's visit: notes libfasttime's object. */
+static int life_library_visit(struct dl_phdr_info *info, size_t size, void *data)
+{
+	struct life_library *library = data;
+	const char *slash;
+
+	(void)size;
+	if (info->dlpi_name == NULL)
+		return 0;
+	slash = strrchr(info->dlpi_name, '/');
+	if (strncmp(slash != NULL ? slash + 1 : info->dlpi_name, "libfasttime.so", 14) != 0)
+		return 0;
+	snprintf(library->path, sizeof library->path, "%s", info->dlpi_name);
+	library->base = (uintptr_t)info->dlpi_addr;
+	return 1;
+}
+
+/* Reads size bytes at offset of file into a new buffer; NULL on failure. */
+static void *life_read_at(FILE *file, uint64_t offset, uint64_t size)
+{
+	void *buffer = size > 0 && size < (64u << 20) ? malloc(size) : NULL;
+
+	if (buffer != NULL &&
+	    (fseek(file, (long)offset, SEEK_SET) != 0 || fread(buffer, 1, size, file) != size)) {
+		free(buffer);
+		buffer = NULL;
+	}
+	return buffer;
+}
+
+/* The address of name, a symbol of the preloaded library (a hidden one
+ * too), from its file's symbol table; NULL where it cannot be found. */
+static void *life_library_symbol(const char *name)
+{
+	struct life_library library = { .path = "" };
+	Elf64_Ehdr header;
+	Elf64_Shdr *sections = NULL;
+	void *found = NULL;
+	FILE *file;
+
+	if (dl_iterate_phdr(life_library_visit, &library) == 0 ||
+	    (file = fopen(library.path, "rb")) == NULL)
+		return NULL;
+	if (fread(&header, sizeof header, 1, file) == 1 &&
+	    memcmp(header.e_ident, ELFMAG, SELFMAG) == 0 &&
+	    header.e_shentsize == sizeof(Elf64_Shdr))
+		sections = life_read_at(file, header.e_shoff,
+					(uint64_t)header.e_shnum * sizeof(Elf64_Shdr));
+	for (unsigned i = 0; sections != NULL && i < header.e_shnum && found == NULL; i++) {
+		Elf64_Sym *symbols;
+		char *names;
+
+		if (sections[i].sh_type != SHT_SYMTAB || sections[i].sh_link >= header.e_shnum)
+			continue;
+		symbols = life_read_at(file, sections[i].sh_offset, sections[i].sh_size);
+		names = life_read_at(file, sections[sections[i].sh_link].sh_offset,
+				     sections[sections[i].sh_link].sh_size);
+		for (uint64_t s = 0; symbols != NULL && names != NULL &&
+				     s < sections[i].sh_size / sizeof(Elf64_Sym);
+		     s++)
+			if (symbols[s].st_name < sections[sections[i].sh_link].sh_size &&
+			    symbols[s].st_shndx != SHN_UNDEF &&
+			    strcmp(names + symbols[s].st_name, name) == 0) {
+				found = (void *)(library.base + symbols[s].st_value);
+				break;
+			}
+		free(symbols);
+		free(names);
+	}
+	free(sections);
+	fclose(file);
+	return found;
+}
+
+bool life_chosen_libc(uint32_t api_bits)
+{
+	const bool *made = life_library_symbol("api_choice_made");
+	const struct api_choice_record *last = life_library_symbol("api_choice_last");
+
+	if (made == NULL || last == NULL)
+		return false;
+	return __atomic_load_n(made, __ATOMIC_ACQUIRE) &&
+	       (__atomic_load_n(&last->chosen, __ATOMIC_RELAXED) & api_bits) == 0;
 }

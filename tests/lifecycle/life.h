@@ -95,6 +95,12 @@ bool life_served(void);
  * test run served exits LIFE_EXIT_NOT_SERVED where the TSC answers from a
  * thread of the library's own: the page was refused at start. */
 void life_require_fast(void);
+/* Whether the library's own per-API choice, as it stands now in this
+ * process (its api_choice_last, read from the library's memory through
+ * its file's symbol table), leaves every entry point of api_bits (CLOCK_API_*
+ * bits) to libc. False where no choice was made yet, or where the library
+ * keeps no symbol table: only a choice seen may excuse a test. */
+bool life_chosen_libc(uint32_t api_bits);
 
 /* Accuracy against libc: each sample is a sandwich libc, preload, libc; the
  * error is how far the answer lies outside the sandwich. */

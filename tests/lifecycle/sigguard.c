@@ -30,9 +30,12 @@
  * handler recovers with siglongjmp; that signal's installs work afterwards.
  *
  * "sigguard probes": SIGSEGV probes left by siglongjmp before the first
- * clock read (a garbage collector's or a JIT's): nine of them, more than
- * the frames kept, or one taken on an alternate stack inside the caller's
- * frame, above the frames of the later calls. The thread must start. */
+ * clock read (a garbage collector's or a JIT's): 9, 16 and 40 of them, by a
+ * handler installed with SA_SIGINFO|SA_NODEFER (its signal not blocked
+ * inside it) or with no flag, made from main's own frame, from a function
+ * it calls or each from a frame deeper than the last, handled on the main stack or on an alternate
+ * stack inside the caller's frame (above the frames of the later calls). No depth of them may keep
+ * the thread from starting. */
 #include "config.h"
 
 #include <errno.h>
@@ -751,6 +754,15 @@ static void sigguard_probe_handler(int sig)
 	siglongjmp(sigguard_probe_jump, 1);
 }
 
+/* The same, installed with SA_SIGINFO. */
+static void sigguard_probe_info_handler(int sig, siginfo_t *info, void *context)
+{
+	(void)sig;
+	(void)info;
+	(void)context;
+	siglongjmp(sigguard_probe_jump, 1);
+}
+
 /* Touches the first page, as a probe of an address does; true when the
  * handler jumped back. */
 static __attribute__((noinline)) bool sigguard_probe(void)
@@ -775,19 +787,74 @@ static __attribute__((noinline)) bool sigguard_thread_follows(void)
 	return false;
 }
 
-/* probes SIGSEGV probes, on an alternate stack in this frame if asked. */
-static int sigguard_probes_child(unsigned probes, bool on_alternate_stack)
+/* Where a run's probes are made: in the child's own frame, in a function
+ * it calls, or each one a frame deeper than the last (each handler's frame
+ * then lies elsewhere). */
+enum { SIGGUARD_FROM_MAIN, SIGGUARD_FROM_HELPER, SIGGUARD_FROM_DEEPER, SIGGUARD_FROMS };
+
+/* Makes probes probes, the first from a frame depth frames below this one
+ * and each next one a frame deeper; true when each was handled and left. */
+static __attribute__((noinline)) bool sigguard_probe_deeper(unsigned probes, unsigned depth)
+{
+	volatile char pad[64];
+
+	pad[0] = 0;
+	if (depth > 0)
+		return sigguard_probe_deeper(probes, depth - 1) && pad[0] == 0;
+	if (probes == 0)
+		return true;
+	return sigguard_probe() && sigguard_probe_deeper(probes - 1, 1) && pad[0] == 0;
+}
+
+/* One run of probes: how many, the handler's flags, and where they are
+ * taken from and handled on. */
+struct sigguard_probe_run {
+	unsigned probes;
+	int flags;		 /* SA_SIGINFO | SA_NODEFER, or 0 */
+	unsigned from;		 /* SIGGUARD_FROM_* */
+	bool on_alternate_stack; /* handled on an alternate stack in the child's frame */
+};
+
+/* The run's SIGSEGV probes; true when each was handled and left. */
+static bool sigguard_probes_make(const struct sigguard_probe_run *run)
+{
+	if (run->from == SIGGUARD_FROM_DEEPER)
+		return sigguard_probe_deeper(run->probes, 0);
+	for (volatile unsigned i = 0; i < run->probes; i++) {
+		if (run->from == SIGGUARD_FROM_HELPER) {
+			if (!sigguard_probe())
+				return false;
+		} else if (sigsetjmp(sigguard_probe_jump, 1) == 0) {
+			*(volatile char *)sigguard_bad_pointer() = 1;
+			return false;
+		}
+	}
+	return true;
+}
+
+/* One run in a child: 0 when the refresh thread started afterwards, 2 when
+ * a probe went wrong, 3 when the thread started too soon, 4 when it never
+ * did. */
+static int sigguard_probes_child(const struct sigguard_probe_run *run)
 {
 	char alternate[64 * 1024] __attribute__((aligned(16)));
 	stack_t stack = { .ss_sp = alternate, .ss_size = sizeof alternate };
+	struct sigaction action;
 
 	alarm(SIGGUARD_CHILD_LIMIT_S);
-	if (on_alternate_stack && sigaltstack(&stack, NULL) != 0)
+	if (run->on_alternate_stack && sigaltstack(&stack, NULL) != 0)
 		return 2;
-	sigguard_install(SIGSEGV, sigguard_probe_handler, on_alternate_stack ? SA_ONSTACK : 0, 0);
-	for (unsigned i = 0; i < probes; i++)
-		if (!sigguard_probe())
-			return 2;
+	memset(&action, 0, sizeof action);
+	sigemptyset(&action.sa_mask);
+	action.sa_flags = run->flags | (run->on_alternate_stack ? SA_ONSTACK : 0);
+	if (run->flags & SA_SIGINFO)
+		action.sa_sigaction = sigguard_probe_info_handler;
+	else
+		action.sa_handler = sigguard_probe_handler;
+	if (sigaction(SIGSEGV, &action, NULL) != 0)
+		return 2;
+	if (!sigguard_probes_make(run))
+		return 2;
 	if (life_threads_named("fasttime") != 0)
 		return 3;
 	return sigguard_thread_follows() ? 0 : 4;
@@ -795,18 +862,9 @@ static int sigguard_probes_child(unsigned probes, bool on_alternate_stack)
 
 static void sigguard_probes(void)
 {
-	static const struct {
-		unsigned probes;
-		bool on_alternate_stack;
-		const char *what;
-	} runs[] = {
-		{ 9, false, "nine SIGSEGV probes left by siglongjmp" },
-		{ 1, true,
-		  "a SIGSEGV probe left by siglongjmp from an alternate stack in main's "
-		  "frame" },
-	};
-
-	unsigned failed = 0;
+	static const unsigned counts[] = { 9, 16, 40 };
+	static const int flags[] = { SA_SIGINFO | SA_NODEFER, 0 };
+	unsigned failed = 0, runs = 0;
 
 	/* This process's own refresh thread runs before the first fork: one
 	 * starting meanwhile (the watchdog's first time call starts it) holds
@@ -816,28 +874,47 @@ static void sigguard_probes(void)
 	 * ever (seen: 5 runs of 5 on one machine, in the first child). */
 	life_mono_ns();
 	life_wait_refresh_thread();
-	/* Each run says how it went: both are worth knowing. */
-	for (unsigned r = 0; r < sizeof runs / sizeof runs[0]; r++) {
-		pid_t pid = sigguard_fork();
-		int status;
+	/* Each run says how it went: all are worth knowing. */
+	for (unsigned c = 0; c < sizeof counts / sizeof counts[0]; c++)
+		for (unsigned f = 0; f < sizeof flags / sizeof flags[0]; f++)
+			for (unsigned where = 0; where < 2 * SIGGUARD_FROMS; where++) {
+				static const char *const froms[SIGGUARD_FROMS] = {
+					"main", "a helper", "ever deeper frames"
+				};
+				struct sigguard_probe_run run = { counts[c], flags[f],
+								  where % SIGGUARD_FROMS,
+								  where >= SIGGUARD_FROMS };
+				char what[160];
+				pid_t pid;
+				int status;
 
-		if (pid == 0)
-			_exit(sigguard_probes_child(runs[r].probes, runs[r].on_alternate_stack));
-		status = life_wait_child(pid, SIGGUARD_CHILD_LIMIT_S + 5);
-		if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
-			life_say("%s: the refresh thread started after them", runs[r].what);
-			continue;
-		}
-		failed++;
-		if (WIFEXITED(status) && WEXITSTATUS(status) == 4)
-			life_say("%s: no refresh thread 5 s after the first clock read",
-				 runs[r].what);
-		else
-			life_say("%s: child status 0x%x", runs[r].what, status);
-	}
+				snprintf(what, sizeof what,
+					 "%u SIGSEGV probes left by siglongjmp, flags %s, from %s, "
+					 "handled on %s",
+					 run.probes, run.flags != 0 ? "SA_SIGINFO|SA_NODEFER" : "0",
+					 froms[run.from],
+					 run.on_alternate_stack
+					     ? "an alternate stack in main's frame"
+					     : "the main stack");
+				runs++;
+				pid = sigguard_fork();
+				if (pid == 0)
+					_exit(sigguard_probes_child(&run));
+				status = life_wait_child(pid, SIGGUARD_CHILD_LIMIT_S + 5);
+				if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+					life_say("%s: the refresh thread started after them", what);
+					continue;
+				}
+				failed++;
+				if (WIFEXITED(status) && WEXITSTATUS(status) == 4)
+					life_say("%s: no refresh thread 5 s after the first clock "
+						 "read",
+						 what);
+				else
+					life_say("%s: child status 0x%x", what, status);
+			}
 	if (failed != 0)
-		life_fail("%u of %u runs without a refresh thread", failed,
-			  (unsigned)(sizeof runs / sizeof runs[0]));
+		life_fail("%u of %u runs without a refresh thread", failed, runs);
 }
 
 int main(int argc, char **argv)
@@ -867,7 +944,8 @@ int main(int argc, char **argv)
 		life_watchdog(60);
 		sigguard_badptr();
 	} else if (strcmp(what, "probes") == 0) {
-		life_watchdog(60);
+		/* Thirty-six children, each waiting up to 5 s where it fails. */
+		life_watchdog(300);
 		sigguard_probes();
 	} else {
 		life_fail("usage: sigguard "
