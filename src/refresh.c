@@ -54,10 +54,13 @@ static struct refresh_life {
 	 * to stop. The thread sleeps on this word (a futex), so a stop wakes
 	 * it. */
 	uint32_t stop_word;
-	/* The process the library's memory belongs to: the constructor's,
-	 * then each fork child's. A vfork child shares the memory and is not
-	 * it. */
+	/* The process the library's memory belongs to, taken when it starts
+	 * its thread, and by a fork child of a process that had started one.
+	 * A vfork child shares the memory and is not it. */
 	pid_t owner_pid;
+	/* A thread was started in this memory once: a fork child has
+	 * something of it to reset. */
+	bool started;
 	/* Shared with the tools' calibration (refresh_recorded_settings). */
 	struct refresh_settings settings;
 	/* A served process that installed a seccomp filter: it never leaves
@@ -83,7 +86,6 @@ void refresh_take_settings(const struct settings *settings)
 	refresh.settings.configured_interval_ns = (uint64_t)settings->interval_ms * 1000000ull;
 	refresh.settings.relaxed = settings->relaxed;
 	refresh.settings.force_fast = settings->force;
-	refresh.owner_pid = getpid();
 }
 
 const struct refresh_settings *refresh_recorded_settings(void)
@@ -290,6 +292,9 @@ void refresh_start(void)
 	}
 	table_set_start_pending(false);
 	__atomic_store_n(&refresh.stop_word, 0, __ATOMIC_RELEASE);
+	/* Before the thread exists: whoever stops it asks whose it is. */
+	refresh.owner_pid = getpid();
+	__atomic_store_n(&refresh.started, true, __ATOMIC_RELAXED);
 	/* The host's signals must never land on our thread: it starts with all
 	 * of them blocked. */
 	sigfillset(&all);
@@ -450,6 +455,13 @@ void refresh_after_fork_in_child(void)
 		table_set_validity(0, 0);
 	}
 	round_after_fork();
+	/* A parent that never started a thread (a process that never read
+	 * the clock, or reads it only through libc) left nothing to reset:
+	 * the child writes nothing, for every page it writes is copied, and
+	 * most children only exec or exit. Its thread, if it ever starts
+	 * one, takes the process as its own then (refresh_start). */
+	if (!__atomic_load_n(&refresh.started, __ATOMIC_RELAXED))
+		return;
 	/* The thread, stopping or not, stayed in the parent: nothing here to
 	 * join, or to tell to stop. */
 	refresh.owner_pid = getpid();

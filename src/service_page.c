@@ -78,16 +78,6 @@ bool service_page_user_path(char path[PATH_MAX])
 	return written > 0 && written < PATH_MAX;
 }
 
-unsigned service_page_default_paths(uid_t uid, char paths[2][PATH_MAX])
-{
-	unsigned count = 0;
-
-	snprintf(paths[count++], PATH_MAX, "%s", SERVICE_PAGE_SYSTEM_PATH);
-	if (uid != 0 && service_page_user_path(paths[count]))
-		count++;
-	return count;
-}
-
 /* Moves the view of a page that serves (the file st, judged through that
  * view) over the table, read-only: one mremap, which readers see as the
  * old table until it is done and the new page from then on; the file is
@@ -145,10 +135,6 @@ void service_page_look_at(const char *path, const struct service_page_expect *ex
 	int fd;
 
 	memset(look, 0, sizeof *look);
-	if (sysconf(_SC_PAGESIZE) != TABLE_PAGE_ALIGN) {
-		look->refused = "this machine's pages are not the table's";
-		return;
-	}
 	fd = (int)raw_syscall(SYS_openat, AT_FDCWD, (long)path,
 			      O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK, 0, 0, 0);
 	if (fd < 0) {
@@ -156,8 +142,14 @@ void service_page_look_at(const char *path, const struct service_page_expect *ex
 		return;
 	}
 	look->found = true;
-	look->refused = service_page_fstat(fd, &st) != 0 ? "cannot be examined"
-							 : service_page_judge_file(&st, expect);
+	/* Once there is a page: where there is none, as in most processes
+	 * of a machine without a service, nothing more is paid. */
+	if (sysconf(_SC_PAGESIZE) != TABLE_PAGE_ALIGN)
+		look->refused = "this machine's pages are not the table's";
+	else if (service_page_fstat(fd, &st) != 0)
+		look->refused = "cannot be examined";
+	else
+		look->refused = service_page_judge_file(&st, expect);
 	view = look->refused != NULL ? MAP_FAILED
 				     : mmap(NULL, SERVICE_PAGE_SIZE, PROT_READ, MAP_SHARED, fd, 0);
 	/* The mapping keeps the file: the descriptor goes at once. */
@@ -184,8 +176,12 @@ bool service_page_find(const struct settings *settings, bool rseq_registered, bo
 		       char path[PATH_MAX], struct service_page_look *look)
 {
 	struct service_page_expect expect;
-	char paths[2][PATH_MAX];
-	unsigned count;
+	/* The system's page, then, but for root, the user's. Only the
+	 * user's path needs a buffer: this runs in every process's
+	 * constructor, where each page of stack first touched is a fault. */
+	char user[PATH_MAX];
+	const char *paths[2];
+	unsigned count = 0;
 
 	service_page_expect_from(&expect, settings, rseq_registered);
 	path[0] = '\0';
@@ -194,10 +190,11 @@ bool service_page_find(const struct settings *settings, bool rseq_registered, bo
 	if (settings_page_none(settings))
 		return false;
 	if (settings->page != NULL) {
-		snprintf(paths[0], PATH_MAX, "%s", settings->page);
-		count = 1;
+		paths[count++] = settings->page;
 	} else {
-		count = service_page_default_paths(expect.uid, paths);
+		paths[count++] = SERVICE_PAGE_SYSTEM_PATH;
+		if (expect.uid != 0 && service_page_user_path(user))
+			paths[count++] = user;
 	}
 	for (unsigned i = 0; i < count; i++) {
 		struct service_page_look this;
@@ -206,7 +203,7 @@ bool service_page_find(const struct settings *settings, bool rseq_registered, bo
 		if (!this.found && settings->page == NULL)
 			continue;
 		*look = this;
-		memcpy(path, paths[i], PATH_MAX);
+		snprintf(path, PATH_MAX, "%s", paths[i]);
 		if (this.refused == NULL)
 			return true;
 		debug_log("not served by the page %s: %s", paths[i], this.refused);

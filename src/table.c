@@ -6,9 +6,10 @@
 #include <stdbool.h>
 
 #include "clock_table.h"
+#include "start_data.h"
 
 struct table_page table_page;
-bool table_read_only;
+bool table_read_only START_DATA;
 /* Aligned, and a whole number of cache lines: the readers' rare writes here
  * never take a line the read path loads. */
 unsigned long table_wanted[TABLE_WANTED_WORDS] __attribute__((aligned(64)));
