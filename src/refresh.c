@@ -56,7 +56,10 @@ static struct refresh_life {
 	uint32_t stop_word;
 	/* The process the library's memory belongs to, taken when it starts
 	 * its thread, and by a fork child of a process that had started one.
-	 * A vfork child shares the memory and is not it. */
+	 * A vfork child shares the memory and is not it. 0 while no thread was
+	 * ever started here: there is none to stop, and a stop for good
+	 * (a seccomp filter) turns the library off in whichever process asks,
+	 * a vfork child's parent included, which then answers with libc. */
 	pid_t owner_pid;
 	/* A thread was started in this memory once: a fork child has
 	 * something of it to reset. */
@@ -402,7 +405,8 @@ enum refresh_stopped refresh_stop(enum refresh_stop_kind kind)
 
 	if (state == REFRESH_SERVED && kind == REFRESH_STOP_FOR_GOOD)
 		refresh.served_under_filter = true;
-	if (state == REFRESH_OFF || state == REFRESH_SERVED || getpid() != refresh.owner_pid) {
+	if (state == REFRESH_OFF || state == REFRESH_SERVED ||
+	    (refresh.owner_pid != 0 && getpid() != refresh.owner_pid)) {
 		errno = saved_errno;
 		return REFRESH_STOPPED_NONE;
 	}
@@ -460,7 +464,8 @@ void refresh_after_fork_in_child(void)
 	 * the child writes nothing, for every page it writes is copied, and
 	 * most children only exec or exit. Its thread, if it ever starts
 	 * one, takes the process as its own then (refresh_start). */
-	if (!__atomic_load_n(&refresh.started, __ATOMIC_RELAXED))
+	if (!__atomic_load_n(&refresh.started, __ATOMIC_RELAXED) && state != REFRESH_RUNNING &&
+	    state != REFRESH_STARTING && state != REFRESH_STOPPING)
 		return;
 	/* The thread, stopping or not, stayed in the parent: nothing here to
 	 * join, or to tell to stop. */
