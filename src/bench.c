@@ -85,7 +85,8 @@ static void bench_usage(FILE *out)
 		     "               rounds (default 20) alternating the two: each round spawns\n"
 		     "               /bin/true 50 times preloaded, forks 100 times in a preloaded\n"
 		     "               parent (this program again, with --fork-loop), and runs\n"
-		     "               sh -c 'for i in $(seq 50); do /bin/true; done' preloaded\n"
+		     "               sh -c 'for i in $(seq 25); do /bin/true; done' preloaded\n"
+		     "               twice\n"
 		     "  --library PATH, --empty PATH  the two libraries of --spawn (default: the\n"
 		     "               build tree's, else the installed libfasttime.so and\n"
 		     "               fasttime-bench-empty.so)\n");
