@@ -25,6 +25,8 @@ void verdict_read_kernel(void)
 {
 	int saved_errno = errno;
 
+	if (verdict_kernel_read)
+		return;
 	cpu_probe_clocksource(&verdict_kernel_facts);
 	verdict_kernel_read = true;
 	errno = saved_errno;
