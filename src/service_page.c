@@ -21,6 +21,7 @@
 #include "cpu.h"
 #include "debug.h"
 #include "raw_syscall.h"
+#include "start_data.h"
 
 /* A served process's TSC rate (a line's slope), kept when it maps the
  * page: how long the page has been stale is told in ns even where the
@@ -33,6 +34,11 @@ static uint64_t service_page_rate;
 static char service_page_served_path[PATH_MAX];
 static dev_t service_page_served_device;
 static ino_t service_page_served_inode;
+/* The time namespace the serving page's header names (0: none named), kept
+ * at its attach: a fork child compares its own with it without reading the
+ * page (service_page_same_time_namespace). */
+static uint64_t service_page_served_time_ns_device START_DATA;
+static uint64_t service_page_served_time_ns_inode START_DATA;
 static struct service_page_expect service_page_served_expect;
 /* When the next look may be, in TSC ticks. */
 static uint64_t service_page_next_look_tsc;
@@ -43,11 +49,15 @@ static bool service_page_remapping;
 
 void service_page_time_namespace(uint64_t *device, uint64_t *inode)
 {
+	/* By the system call itself: every served fork child runs this, and
+	 * each page of libc's code it touched would be a page fault of the
+	 * child's own. */
 	struct stat st;
 
 	*device = 0;
 	*inode = 0;
-	if (stat("/proc/self/ns/time", &st) == 0) {
+	if (raw_syscall(SYS_newfstatat, AT_FDCWD, (long)"/proc/self/ns/time", (long)&st, 0, 0, 0) ==
+	    0) {
 		*device = (uint64_t)st.st_dev;
 		*inode = (uint64_t)st.st_ino;
 	}
@@ -90,6 +100,7 @@ static const char *service_page_attach(const struct table_page *view, const stru
 				       uint64_t rate)
 {
 	bool again = __atomic_load_n(&table_read_only, __ATOMIC_ACQUIRE);
+	const struct service_page_header *header;
 	size_t length = strlen(path);
 
 	if (length >= sizeof service_page_served_path)
@@ -114,6 +125,10 @@ static const char *service_page_attach(const struct table_page *view, const stru
 	service_page_served_device = st->st_dev;
 	service_page_served_inode = st->st_ino;
 	service_page_served_expect = *expect;
+	/* The view is the table now. */
+	header = (const struct service_page_header *)table_page.header;
+	service_page_served_time_ns_device = header->time_ns_device;
+	service_page_served_time_ns_inode = header->time_ns_inode;
 	return NULL;
 }
 
@@ -326,16 +341,16 @@ void service_page_after_fork_in_child(void)
 	/* A look or a leave in another thread of the parent (or in this one,
 	 * under a handler) happened whole or not at all for the child's
 	 * mapping: the flag it held is nobody's here. */
-	__atomic_store_n(&service_page_remapping, false, __ATOMIC_RELEASE);
+	if (__atomic_load_n(&service_page_remapping, __ATOMIC_RELAXED))
+		__atomic_store_n(&service_page_remapping, false, __ATOMIC_RELEASE);
 }
 
 bool service_page_same_time_namespace(void)
 {
-	const struct service_page_header *header =
-	    (const struct service_page_header *)table_page.header;
 	uint64_t device, inode;
 
 	service_page_time_namespace(&device, &inode);
-	return header->time_ns_inode == 0 || inode == 0 ||
-	       (header->time_ns_inode == inode && header->time_ns_device == device);
+	return service_page_served_time_ns_inode == 0 || inode == 0 ||
+	       (service_page_served_time_ns_inode == inode &&
+		service_page_served_time_ns_device == device);
 }
