@@ -158,19 +158,21 @@ void service_page_look_at(const char *path, const struct service_page_expect *ex
 		return;
 	}
 	look->found = true;
-	/* A secure process (setuid, setgid, file capabilities: AT_SECURE)
-	 * was started by a user who must not choose its time: it trusts a
-	 * page of root's only, even where its effective user is that user.
-	 * Asked once a page exists: where there is none, as in most processes
+	/* Once there is a page: where there is none, as in most processes
 	 * of a machine without a service, nothing more is paid. */
-	if (getauxval(AT_SECURE) != 0)
-		here.uid = 0;
-	if (sysconf(_SC_PAGESIZE) != TABLE_PAGE_ALIGN)
+	if (sysconf(_SC_PAGESIZE) != TABLE_PAGE_ALIGN) {
 		look->refused = "this machine's pages are not the table's";
-	else if (service_page_fstat(fd, &st) != 0)
+	} else if (service_page_fstat(fd, &st) != 0) {
 		look->refused = "cannot be examined";
-	else
+	} else {
+		/* A secure process (setuid, setgid, file capabilities:
+		 * AT_SECURE) was started by a user who must not choose its
+		 * time: it trusts a page of root's only, even where its
+		 * effective user owns the page. */
+		if (st.st_uid != 0 && getauxval(AT_SECURE) != 0)
+			here.uid = 0;
 		look->refused = service_page_judge_file(&st, &here);
+	}
 	view = look->refused != NULL ? MAP_FAILED
 				     : mmap(NULL, SERVICE_PAGE_SIZE, PROT_READ, MAP_SHARED, fd, 0);
 	/* The mapping keeps the file: the descriptor goes at once. */
