@@ -23,11 +23,34 @@
  * must not send an entry point through the library for nothing. */
 #define API_CHOICE_MARGIN 0.97
 
+const char *const api_choice_names[API_CHOICE_COUNT] = {
+	[API_CHOICE_MONOTONIC] = "clock_gettime(CLOCK_MONOTONIC)",
+	[API_CHOICE_REALTIME] = "clock_gettime(CLOCK_REALTIME)",
+	[API_CHOICE_BOOTTIME] = "clock_gettime(CLOCK_BOOTTIME)",
+	[API_CHOICE_TAI] = "clock_gettime(CLOCK_TAI)",
+	[API_CHOICE_MONOTONIC_RAW] = "clock_gettime(CLOCK_MONOTONIC_RAW)",
+	[API_CHOICE_GETTIMEOFDAY] = "gettimeofday",
+	[API_CHOICE_TIME] = "time",
+	[API_CHOICE_TIMESPEC_GET] = "timespec_get(TIME_UTC)",
+};
+const uint32_t api_choice_bits[API_CHOICE_COUNT] = {
+	[API_CHOICE_MONOTONIC] = CLOCK_API_MONOTONIC,
+	[API_CHOICE_REALTIME] = CLOCK_API_REALTIME,
+	[API_CHOICE_BOOTTIME] = CLOCK_API_BOOTTIME,
+	[API_CHOICE_TAI] = CLOCK_API_TAI,
+	[API_CHOICE_MONOTONIC_RAW] = CLOCK_API_MONOTONIC_RAW,
+	[API_CHOICE_GETTIMEOFDAY] = CLOCK_API_GETTIMEOFDAY,
+	[API_CHOICE_TIME] = CLOCK_API_TIME,
+	[API_CHOICE_TIMESPEC_GET] = CLOCK_API_TIMESPEC_GET,
+};
 struct api_cost api_choice_costs[API_CHOICE_COUNT];
 bool api_choice_made;
 struct api_choice_record api_choice_last;
-/* Every CLOCK_API_* bit readers have been given since the engine began. */
-static uint32_t api_choice_ever_published;
+/* Every CLOCK_API_* bit readers of each mode have been given since the
+ * engine began. */
+static uint32_t api_choice_ever_published[TABLE_MODE_COUNT];
+/* Whether the engine chooses for both modes (api_choice_for_both_modes). */
+static bool api_choice_both_modes;
 /* When the engine began (api_choice_begin), monotonic ns. */
 static uint64_t api_choice_started_ns;
 
@@ -247,25 +270,17 @@ uint32_t api_choice_measure(uint32_t mode_flags, struct api_cost costs[API_CHOIC
 			    unsigned *fallbacks)
 {
 	static const struct {
-		const char *name;
-		uint32_t flag;
 		api_loop_fn libc_loop;
 		api_loop_fn fast_loop;
 	} apis[API_CHOICE_COUNT] = {
-		{ "clock_gettime(CLOCK_MONOTONIC)", CLOCK_API_MONOTONIC, api_libc_monotonic,
-		  api_fast_monotonic },
-		{ "clock_gettime(CLOCK_REALTIME)", CLOCK_API_REALTIME, api_libc_realtime,
-		  api_fast_realtime },
-		{ "clock_gettime(CLOCK_BOOTTIME)", CLOCK_API_BOOTTIME, api_libc_boottime,
-		  api_fast_boottime },
-		{ "clock_gettime(CLOCK_TAI)", CLOCK_API_TAI, api_libc_tai, api_fast_tai },
-		{ "clock_gettime(CLOCK_MONOTONIC_RAW)", CLOCK_API_MONOTONIC_RAW,
-		  api_libc_monotonic_raw, api_fast_monotonic_raw },
-		{ "gettimeofday", CLOCK_API_GETTIMEOFDAY, api_libc_gettimeofday,
-		  api_fast_gettimeofday },
-		{ "time", CLOCK_API_TIME, api_libc_time, api_fast_time },
-		{ "timespec_get(TIME_UTC)", CLOCK_API_TIMESPEC_GET, api_libc_timespec_get,
-		  api_fast_timespec_get },
+		[API_CHOICE_MONOTONIC] = { api_libc_monotonic, api_fast_monotonic },
+		[API_CHOICE_REALTIME] = { api_libc_realtime, api_fast_realtime },
+		[API_CHOICE_BOOTTIME] = { api_libc_boottime, api_fast_boottime },
+		[API_CHOICE_TAI] = { api_libc_tai, api_fast_tai },
+		[API_CHOICE_MONOTONIC_RAW] = { api_libc_monotonic_raw, api_fast_monotonic_raw },
+		[API_CHOICE_GETTIMEOFDAY] = { api_libc_gettimeofday, api_fast_gettimeofday },
+		[API_CHOICE_TIME] = { api_libc_time, api_fast_time },
+		[API_CHOICE_TIMESPEC_GET] = { api_libc_timespec_get, api_fast_timespec_get },
 	};
 	uint32_t chosen = 0, answerable = api_choice_answerable();
 
@@ -274,7 +289,7 @@ uint32_t api_choice_measure(uint32_t mode_flags, struct api_cost costs[API_CHOIC
 	api_fallbacks = 0;
 	__atomic_store_n(&api_measured_flags, mode_flags | answerable, __ATOMIC_RELAXED);
 	for (unsigned a = 0; a < API_CHOICE_COUNT; a++) {
-		bool measure_fast = (answerable & apis[a].flag) != 0;
+		bool measure_fast = (answerable & api_choice_bits[a]) != 0;
 		double best_libc = 1e30, best_fast = 1e30;
 
 		/* Alternate, and keep each side's best round: the least disturbed
@@ -292,12 +307,12 @@ uint32_t api_choice_measure(uint32_t mode_flags, struct api_cost costs[API_CHOIC
 			if (fast_ns < best_fast)
 				best_fast = fast_ns;
 		}
-		costs[a].name = apis[a].name;
-		costs[a].flag = apis[a].flag;
+		costs[a].name = api_choice_names[a];
+		costs[a].flag = api_choice_bits[a];
 		costs[a].libc_ns = best_libc;
 		costs[a].fast_ns = measure_fast ? best_fast : 0;
 		if (measure_fast && best_fast < best_libc * API_CHOICE_MARGIN)
-			chosen |= apis[a].flag;
+			chosen |= api_choice_bits[a];
 	}
 	*fallbacks = api_fallbacks;
 	return chosen & answerable;
@@ -335,24 +350,74 @@ static bool api_choice_due(unsigned with_line)
 	       (api_choice_answerable() & ~api_choice_last.answerable) != 0;
 }
 
-uint32_t api_choice_flags_for(uint32_t apis)
+uint32_t api_choice_flags_for(enum table_mode mode, uint32_t apis)
 {
-	uint32_t flags = apis | verdict.mode_flags;
+	uint32_t flags = apis | verdict.flags_of_mode[mode];
 
-	api_choice_ever_published |= apis;
-	if (api_choice_ever_published & ~apis)
+	api_choice_ever_published[mode] |= apis;
+	if (api_choice_ever_published[mode] & ~apis)
 		flags |= CLOCK_LIBC_CLAMPED;
 	return flags;
 }
 
+void api_choice_stopped_flags(uint32_t flags[TABLE_MODE_COUNT])
+{
+	for (unsigned mode = 0; mode < TABLE_MODE_COUNT; mode++)
+		flags[mode] = api_choice_ever_published[mode] != 0 ? CLOCK_LIBC_CLAMPED : 0;
+}
+
+/* Whether the engine chooses for readers of mode: its own, and the other
+ * too for a service, where readers of that mode can read here. */
+static bool api_choice_serves_mode(enum table_mode mode)
+{
+	return verdict.mode_reads[mode] && (api_choice_both_modes || mode == table_own_mode());
+}
+
 /* Publishes what readers use: the chosen entry points while the lines are
- * trusted, none (libc answers) while they are not. */
+ * trusted, none (libc answers) while they are not; for each mode the
+ * engine chooses for. */
 static void api_choice_publish_flags(bool trusted)
 {
-	uint32_t apis = trusted && api_choice_made ? api_choice_last.chosen : 0;
+	for (unsigned mode = 0; mode < TABLE_MODE_COUNT; mode++) {
+		uint32_t apis =
+		    trusted && api_choice_made ? api_choice_last.chosen_by_mode[mode] : 0;
 
-	/* A stopper may set CLOCK_START_PENDING meanwhile: table.c keeps it. */
-	table_publish_flags(api_choice_flags_for(apis));
+		if (!api_choice_serves_mode((enum table_mode)mode))
+			continue;
+		/* A stopper may set CLOCK_START_PENDING meanwhile: table.c
+		 * keeps it. */
+		table_publish_flags((enum table_mode)mode,
+				    api_choice_flags_for((enum table_mode)mode, apis));
+	}
+}
+
+/* Measures every mode the engine chooses for, this process's own first
+ * (its costs are the ones kept for diagnostics): the chosen bits by mode
+ * in chosen, the calls that fell back in *fallbacks. */
+static void api_choice_measure_modes(struct api_cost costs[API_CHOICE_COUNT],
+				     uint32_t chosen[TABLE_MODE_COUNT], unsigned *fallbacks)
+{
+	enum table_mode own = table_own_mode();
+
+	for (unsigned i = 0; i < TABLE_MODE_COUNT; i++) {
+		enum table_mode mode = i == 0 ? own : (enum table_mode)(1 - own);
+		struct api_cost other[API_CHOICE_COUNT];
+		unsigned fell_back = 0;
+
+		chosen[mode] = 0;
+		if (!api_choice_serves_mode(mode))
+			continue;
+		chosen[mode] = api_choice_measure(verdict.flags_of_mode[mode],
+						  mode == own ? costs : other, &fell_back);
+		*fallbacks += fell_back;
+		if (mode != own && fell_back == 0)
+			for (unsigned a = 0; a < API_CHOICE_COUNT; a++)
+				debug_log("%s, for %s readers: libc %.1f ns, fasttime %.1f ns: %s",
+					  other[a].name,
+					  mode == TABLE_MODE_RELAXED ? "relaxed" : "ordered",
+					  other[a].libc_ns, other[a].fast_ns,
+					  (chosen[mode] & other[a].flag) ? "fast" : "libc");
+	}
 }
 
 /* Measures each entry point against libc on a CPU that has a line, and
@@ -362,8 +427,9 @@ static void api_choice_publish_flags(bool trusted)
 static void api_choice_choose(unsigned round, unsigned with_line, bool force)
 {
 	struct api_cost costs[API_CHOICE_COUNT];
+	uint32_t chosen[TABLE_MODE_COUNT];
 	unsigned fallbacks = 0;
-	uint32_t cpu, chosen;
+	uint32_t cpu;
 
 	if (!api_choice_cpu(&cpu))
 		return;
@@ -374,7 +440,14 @@ static void api_choice_choose(unsigned round, unsigned with_line, bool force)
 		placement_visit_close();
 		return;
 	}
-	chosen = api_choice_measure(verdict.mode_flags, costs, &fallbacks);
+	/* Named even where this process's own mode is not measured (a
+	 * service whose own mode cannot read here). */
+	memset(costs, 0, sizeof costs);
+	for (unsigned a = 0; a < API_CHOICE_COUNT; a++) {
+		costs[a].name = api_choice_names[a];
+		costs[a].flag = api_choice_bits[a];
+	}
+	api_choice_measure_modes(costs, chosen, &fallbacks);
 	if (placement_visit_close())
 		fallbacks++;
 	placement_unpin();
@@ -387,14 +460,16 @@ static void api_choice_choose(unsigned round, unsigned with_line, bool force)
 		return;
 	}
 	api_choice_last.answerable = api_choice_answerable();
-	if (force)
-		chosen = CLOCK_API_ALL & api_choice_last.answerable;
+	for (unsigned mode = 0; mode < TABLE_MODE_COUNT; mode++)
+		if (force && api_choice_serves_mode((enum table_mode)mode))
+			chosen[mode] = CLOCK_API_ALL & api_choice_last.answerable;
 	memcpy(api_choice_costs, costs, sizeof costs);
 	api_choice_last.round = round;
 	api_choice_last.after_start_ns = libc_monotonic_ns() - api_choice_started_ns;
 	api_choice_last.cpu = cpu;
 	api_choice_last.cpus_with_line = with_line;
-	api_choice_last.chosen = chosen;
+	memcpy(api_choice_last.chosen_by_mode, chosen, sizeof chosen);
+	api_choice_last.chosen = chosen[table_own_mode()];
 	api_choice_made = true;
 	debug_log("entry points chosen after round %u, %.3f s after start, measured on cpu %u "
 		  "with lines on %u of %u CPUs",
@@ -411,7 +486,7 @@ static void api_choice_choose(unsigned round, unsigned with_line, bool force)
 		else
 			debug_log("%s: libc %.1f ns, fasttime %.1f ns: %s", cost->name,
 				  cost->libc_ns, cost->fast_ns,
-				  (chosen & cost->flag) ? "fast" : "libc");
+				  (api_choice_last.chosen & cost->flag) ? "fast" : "libc");
 	}
 }
 
@@ -426,9 +501,9 @@ void api_choice_forget(void)
 	api_choice_made = false;
 }
 
-bool api_choice_ever_answered(void)
+void api_choice_for_both_modes(bool both)
 {
-	return api_choice_ever_published != 0;
+	api_choice_both_modes = both;
 }
 
 void api_choice_after_round(unsigned round, const struct round_result *result, bool trusted,

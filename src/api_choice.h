@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "round.h"
+#include "table.h"
 
 enum api_choice_index {
 	API_CHOICE_MONOTONIC,
@@ -21,6 +22,11 @@ enum api_choice_index {
 	API_CHOICE_TIMESPEC_GET,
 	API_CHOICE_COUNT,
 };
+
+/* Each entry point's name, as the debug lines and --info give it, and its
+ * CLOCK_API_* bit. */
+extern const char *const api_choice_names[API_CHOICE_COUNT];
+extern const uint32_t api_choice_bits[API_CHOICE_COUNT];
 
 struct api_cost {
 	const char *name;
@@ -49,16 +55,22 @@ struct api_choice_record {
 	uint32_t cpu;		 /* the CPU it was measured on, which had a line */
 	unsigned cpus_with_line; /* of cpus_usable, at the time */
 	unsigned cpus_usable;
-	unsigned rejected;   /* measurements thrown away: a call fell back */
-	uint32_t chosen;     /* the CLOCK_API_* bits chosen */
+	unsigned rejected; /* measurements thrown away: a call fell back */
+	uint32_t chosen;   /* the CLOCK_API_* bits chosen, in this process's mode */
+	/* The same for a reader of each mode: a service chooses for both. */
+	uint32_t chosen_by_mode[TABLE_MODE_COUNT];
 	uint32_t answerable; /* the CLOCK_API_* bits the lines could answer */
 };
 extern struct api_choice_record api_choice_last;
-/* Costs measured when choosing the entry points, for diagnostics. */
+/* Costs measured when choosing the entry points, in this process's mode,
+ * for diagnostics. */
 extern struct api_cost api_choice_costs[API_CHOICE_COUNT];
 /* Whether a choice stands (api_choice_last.chosen). */
 extern bool api_choice_made;
 
+/* Whether the engine chooses for readers of both modes (a calibration
+ * service, whose page serves both) or of this process's own only. */
+void api_choice_for_both_modes(bool both);
 /* The engine begins at now_ns: the choice's age counts from there. */
 void api_choice_begin(uint64_t now_ns);
 /* Forgets the choice: the tools, before calibrating anew. */
@@ -73,11 +85,14 @@ void api_choice_after_round(unsigned round, const struct round_result *result, b
  * unless NULL, just run), and publishes; false when the measurement was
  * thrown away. */
 bool api_choice_again(unsigned with_line, const struct round_result *round, bool force);
-/* The api_flags bits (less CLOCK_START_PENDING) for apis answering from
- * the TSC: once an entry point has answered from the TSC and stops,
- * CLOCK_LIBC_CLAMPED, for the rest of the process's life. */
-uint32_t api_choice_flags_for(uint32_t apis);
-/* Whether any entry point has answered from the TSC in this process. */
-bool api_choice_ever_answered(void);
+/* The api_flags bits (less CLOCK_START_PENDING) of a reader of mode for
+ * apis answering from the TSC: once an entry point has answered from the
+ * TSC in that mode and stops, CLOCK_LIBC_CLAMPED, for the rest of the
+ * engine's life. */
+uint32_t api_choice_flags_for(enum table_mode mode, uint32_t apis);
+/* Each mode's flags when the lines stop answering for good: none but
+ * CLOCK_LIBC_CLAMPED, where an entry point of that mode has answered from
+ * the TSC. */
+void api_choice_stopped_flags(uint32_t flags[TABLE_MODE_COUNT]);
 
 #endif

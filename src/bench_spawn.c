@@ -351,7 +351,7 @@ static bool bench_spawn_setup(struct bench_spawn_setup *setup)
 		fprintf(stderr, "fasttime-bench: cannot find its own file\n");
 		return false;
 	}
-	if (!bench_spawn_find(setup, bench_options.library, "libfasttime.so", FASTTIME_LIBDIR,
+	if (!bench_spawn_find(setup, bench_options.library, "libfasttime.so", FASTTIME_PKGLIBDIR,
 			      setup->path[BENCH_SPAWN_LIBRARY]) ||
 	    !bench_spawn_find(setup, bench_options.empty, "fasttime-bench-empty.so",
 			      FASTTIME_PKGLIBDIR, setup->path[BENCH_SPAWN_EMPTY]))

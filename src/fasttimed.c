@@ -22,6 +22,7 @@
 #include "cpu.h"
 #include "debug.h"
 #include "service.h"
+#include "service_notify.h"
 #include "service_page.h"
 #include "settings.h"
 
@@ -48,9 +49,11 @@ static void fasttimed_usage(void)
 	       "  -h, --help       show this help and exit\n"
 	       "  -V, --version    show the version and exit\n"
 	       "\n"
-	       "FASTTIME_MODE, FASTTIME_FORCE and FASTTIME_HWCAPS apply as they do to the\n"
-	       "library; a program is served only when its own are the same. Stays in the\n"
-	       "foreground and logs to standard error; SIGTERM ends it and removes the page.\n",
+	       "The page serves programs of both reading modes, each by its own choice of\n"
+	       "entry points: FASTTIME_MODE is ignored here. FASTTIME_FORCE and\n"
+	       "FASTTIME_HWCAPS apply as they do to the library; a program is served only\n"
+	       "when its own are the same. Stays in the foreground and logs to standard\n"
+	       "error; SIGTERM ends it and removes the page.\n",
 	       SERVICE_PAGE_SYSTEM_PATH, SERVICE_PAGE_USER_DIR, SERVICE_PAGE_NAME,
 	       SETTINGS_MIN_INTERVAL_MS, SETTINGS_MAX_INTERVAL_MS, SETTINGS_DEFAULT_INTERVAL_MS);
 }
@@ -62,6 +65,18 @@ static bool fasttimed_default_page(char page[PATH_MAX])
 		return service_page_user_path(page);
 	snprintf(page, PATH_MAX, "%s", SERVICE_PAGE_SYSTEM_PATH);
 	return true;
+}
+
+/* Why a user's service has no default page: its words for a usage error. */
+static const char *fasttimed_no_default_page(void)
+{
+	const char *runtime = settings_secure_getenv("XDG_RUNTIME_DIR");
+
+	if (runtime == NULL || runtime[0] == '\0')
+		return "XDG_RUNTIME_DIR is not set";
+	if (runtime[0] != '/')
+		return "XDG_RUNTIME_DIR is not absolute";
+	return "XDG_RUNTIME_DIR is too long";
 }
 
 /* clang-format off */
@@ -111,8 +126,8 @@ static int fasttimed_parse(int argc, char **argv, struct fasttimed_options *opti
 					 argv[optind]);
 	if (!options->help && !options->version && options->page[0] == '\0' &&
 	    !fasttimed_default_page(options->page))
-		return command_bad_usage("fasttimed",
-					 "XDG_RUNTIME_DIR is not set: give --page PATH");
+		return command_bad_usage("fasttimed", "%s: give --page PATH",
+					 fasttimed_no_default_page());
 	return 0;
 }
 
@@ -129,6 +144,26 @@ static int fasttimed_wait(const sigset_t *ending)
 			return sig;
 	}
 	return 0;
+}
+
+/* The environment as the service reads it: FASTTIME_MODE hidden, since
+ * the page serves both modes. */
+static const char *fasttimed_getenv(const char *name)
+{
+	if (strcmp(name, "FASTTIME_MODE") == 0)
+		return NULL;
+	return settings_secure_getenv(name);
+}
+
+/* One line where FASTTIME_MODE is set, whatever its value: the service
+ * takes no mode, and a user who set one should know it does nothing. */
+static void fasttimed_warn_mode(void)
+{
+	const char *mode = settings_secure_getenv("FASTTIME_MODE");
+
+	if (mode != NULL && mode[0] != '\0')
+		fprintf(stderr, "fasttimed: FASTTIME_MODE is ignored: the page serves readers of "
+				"both modes\n");
 }
 
 int main(int argc, char **argv)
@@ -149,7 +184,8 @@ int main(int argc, char **argv)
 			printf("fasttimed %s\n", PACKAGE_VERSION);
 		return fflush(stdout) == 0 && !ferror(stdout) ? 0 : 1;
 	}
-	settings_load(&settings, settings_secure_getenv, debug_write_line);
+	fasttimed_warn_mode();
+	settings_load(&settings, fasttimed_getenv, debug_write_line);
 	if (options.interval_ms != 0)
 		settings.interval_ms = options.interval_ms;
 	debug_enabled = settings.debug;
@@ -168,9 +204,15 @@ int main(int argc, char **argv)
 		fprintf(stderr, "fasttimed: %s\n", error);
 		return 1;
 	}
-	fprintf(stderr, "fasttimed: serving %s (pid %d, %s mode, every %u ms)\n", options.page,
-		(int)getpid(), settings.relaxed ? "relaxed" : "ordered", settings.interval_ms);
+	fprintf(stderr,
+		"fasttimed: serving %s (pid %d, ordered and relaxed readers, every %u ms)\n",
+		options.page, (int)getpid(), settings.interval_ms);
+	/* Under systemd's Type=notify, "started" means the page is published. */
+	if (service_notify(SERVICE_NOTIFY_READY) < 0)
+		fprintf(stderr, "fasttimed: cannot tell the service manager: %s\n",
+			strerror(errno));
 	sig = fasttimed_wait(&ending);
+	service_notify(SERVICE_NOTIFY_STOPPING);
 	service_stop(&page);
 	if (sig == 0) {
 		fprintf(stderr,

@@ -130,12 +130,13 @@ static void preload_tsc_did_not_answer(void)
  * registers the read itself needs; a pass-through is a test and a tail
  * jump to libc's function. */
 
-/* The slow paths load the flags again rather than take them: one argument
- * fewer kept alive across the fast read, which then fits in the registers
- * a call may clobber. */
+/* The flags of this process's own mode (table_own_flags). The slow paths
+ * load them again rather than take them: one argument fewer kept alive
+ * across the fast read, which then fits in the registers a call may
+ * clobber. */
 static inline uint32_t preload_api_flags(void)
 {
-	return __atomic_load_n(&table_page.shared.api_flags, __ATOMIC_RELAXED);
+	return table_api_flags();
 }
 
 /* Which entry point a slow path answers for, and so in which form: the

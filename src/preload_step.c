@@ -35,9 +35,7 @@ void preload_follow_step(enum clock_offset_kind kind, bool stale_before)
 
 	/* Only an offset the refresh thread has published: its clock's bit
 	 * says so. */
-	if (row == NULL || kind == CLOCK_OFFSET_NONE ||
-	    !(__atomic_load_n(&table_page.shared.api_flags, __ATOMIC_RELAXED) &
-	      row->entry_points) ||
+	if (row == NULL || kind == CLOCK_OFFSET_NONE || !(table_api_flags() & row->entry_points) ||
 	    __atomic_load_n(&refresh_state, __ATOMIC_RELAXED) != REFRESH_RUNNING ||
 	    !(stale_before || preload_lines_stale()))
 		return;

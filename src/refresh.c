@@ -89,6 +89,25 @@ void refresh_take_settings(const struct settings *settings)
 	refresh.settings.configured_interval_ns = (uint64_t)settings->interval_ms * 1000000ull;
 	refresh.settings.relaxed = settings->relaxed;
 	refresh.settings.force_fast = settings->force;
+	refresh.settings.both_modes = false;
+	api_choice_for_both_modes(false);
+	table_set_mode(settings->relaxed);
+}
+
+void refresh_serve_both_modes(void)
+{
+	refresh.settings.both_modes = true;
+	api_choice_for_both_modes(true);
+}
+
+const char *refresh_prepare_verdict(void)
+{
+	const char *reason = verdict_prepare(refresh.settings.relaxed);
+
+	if (reason != NULL && refresh.settings.both_modes &&
+	    verdict.mode_reads[refresh.settings.relaxed ? TABLE_MODE_ORDERED : TABLE_MODE_RELAXED])
+		reason = verdict_prepare(!refresh.settings.relaxed);
+	return reason;
 }
 
 const struct refresh_settings *refresh_recorded_settings(void)
@@ -200,9 +219,12 @@ static void refresh_quit(void)
  * the next thread continues them. */
 static void refresh_stopped(void)
 {
+	uint32_t flags[TABLE_MODE_COUNT];
+
 	if (__atomic_load_n(&refresh.stop_word, __ATOMIC_ACQUIRE) != REFRESH_STOP_FOR_GOOD)
 		return;
-	table_stop_answering(api_choice_ever_answered() ? CLOCK_LIBC_CLAMPED : 0);
+	api_choice_stopped_flags(flags);
+	table_stop_answering(flags);
 	debug_log("refresh thread stopped for good: answering with libc");
 }
 
@@ -227,7 +249,7 @@ static void *refresh_main(void *unused)
 	placement_set_thread((pid_t)raw_syscall(SYS_gettid, 0, 0, 0, 0, 0, 0));
 	refresh_own_scheduling();
 	libc_resolve();
-	reason = verdict_prepare(refresh.settings.relaxed);
+	reason = refresh_prepare_verdict();
 	api_choice_begin(libc_monotonic_ns());
 
 	if (reason != NULL || !placement_read_affinity()) {

@@ -119,9 +119,17 @@ struct refresh_settings {
 	uint64_t configured_interval_ns;
 	bool relaxed;
 	bool force_fast;
+	bool both_modes; /* a service: choose for readers of both modes */
 };
 /* Records the settings and this process as the thread's owner. */
 void refresh_take_settings(const struct settings *settings);
+/* After refresh_configure, for a calibration service: the engine chooses
+ * the entry points for readers of both modes, whose page serves both. */
+void refresh_serve_both_modes(void);
+/* Judges the machine for the engine (verdict_prepare) in the recorded
+ * mode; a service, whose own mode reads nothing, in the other where that
+ * one can read. */
+const char *refresh_prepare_verdict(void);
 /* The settings recorded last, read-only: the tools calibrate with them. */
 const struct refresh_settings *refresh_recorded_settings(void);
 /* Whether a served process installed a seccomp filter: it never leaves its

@@ -39,7 +39,7 @@ bool refresh_calibrate_now(void)
 	placement_describe_machine();
 	memset(saved, 0, sizeof saved);
 	if (sched_getaffinity(0, sizeof saved, (cpu_set_t *)saved) != 0 ||
-	    verdict_prepare(settings->relaxed) != NULL || !placement_read_affinity())
+	    refresh_prepare_verdict() != NULL || !placement_read_affinity())
 		return false;
 	began = libc_monotonic_ns();
 	api_choice_begin(began);

@@ -18,6 +18,8 @@ bool service_start(struct service_page_writer *page, const char *path,
 	if (!service_page_create(page, path, settings, error, error_len))
 		return false;
 	refresh_configure(settings);
+	/* The page serves readers of either mode, whatever this process's. */
+	refresh_serve_both_modes();
 	if (!refresh_calibrate_now()) {
 		snprintf(error, error_len, "the fast path cannot run here: %s",
 			 verdict.unusable != NULL ? verdict.unusable

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -47,6 +48,45 @@ static uint64_t service_page_next_look_tsc;
  * (a thread beside it, a signal handler) finds it taken and goes on. */
 static bool service_page_remapping;
 
+/* The file's status by a raw system call: open, fstat and close are
+ * cancellation points in libc, and a served reader's look at its page runs
+ * inside the program's time call, where a pending cancellation must not
+ * act (x86-64's struct stat is the kernel's). */
+static int service_page_fstat(int fd, struct stat *st)
+{
+	return (int)raw_syscall(SYS_fstat, fd, (long)st, 0, 0, 0, 0);
+}
+
+/* The ioctl that gives a process's time namespace from its pidfd (Linux
+ * 6.11), where the headers are older. */
+#ifndef PIDFD_GET_TIME_NAMESPACE
+#define PIDFD_GET_TIME_NAMESPACE _IO(0xFF, 7)
+#endif
+
+/* This process's time namespace without /proc, which a mount namespace
+ * can hide: from a pidfd of its own (raw system calls; the descriptors go
+ * at once). False where the kernel cannot tell (older than 6.11, no time
+ * namespaces, or a filter refuses the calls). */
+static bool service_page_time_namespace_by_pidfd(struct stat *st)
+{
+	int pidfd = (int)raw_syscall(
+	    SYS_pidfd_open, (long)raw_syscall(SYS_getpid, 0, 0, 0, 0, 0, 0), 0, 0, 0, 0, 0);
+	int nsfd;
+
+	if (pidfd < 0)
+		return false;
+	nsfd = (int)raw_syscall(SYS_ioctl, pidfd, (long)PIDFD_GET_TIME_NAMESPACE, 0, 0, 0, 0);
+	raw_syscall(SYS_close, pidfd, 0, 0, 0, 0, 0);
+	if (nsfd < 0)
+		return false;
+	if (service_page_fstat(nsfd, st) != 0) {
+		raw_syscall(SYS_close, nsfd, 0, 0, 0, 0, 0);
+		return false;
+	}
+	raw_syscall(SYS_close, nsfd, 0, 0, 0, 0, 0);
+	return true;
+}
+
 void service_page_time_namespace(uint64_t *device, uint64_t *inode)
 {
 	/* By the system call itself: every served fork child runs this, and
@@ -57,7 +97,8 @@ void service_page_time_namespace(uint64_t *device, uint64_t *inode)
 	*device = 0;
 	*inode = 0;
 	if (raw_syscall(SYS_newfstatat, AT_FDCWD, (long)"/proc/self/ns/time", (long)&st, 0, 0, 0) ==
-	    0) {
+		0 ||
+	    service_page_time_namespace_by_pidfd(&st)) {
 		*device = (uint64_t)st.st_dev;
 		*inode = (uint64_t)st.st_ino;
 	}
@@ -132,15 +173,6 @@ static const char *service_page_attach(const struct table_page *view, const stru
 	return NULL;
 }
 
-/* The file's status by a raw system call: open, fstat and close are
- * cancellation points in libc, and a served reader's look at its page runs
- * inside the program's time call, where a pending cancellation must not
- * act (x86-64's struct stat is the kernel's). */
-static int service_page_fstat(int fd, struct stat *st)
-{
-	return (int)raw_syscall(SYS_fstat, fd, (long)st, 0, 0, 0, 0);
-}
-
 void service_page_look_at(const char *path, const struct service_page_expect *expect, bool attach,
 			  struct service_page_look *look)
 {
@@ -187,6 +219,9 @@ void service_page_look_at(const char *path, const struct service_page_expect *ex
 		service_page_time_namespace(&here.time_ns_device, &here.time_ns_inode);
 	look->refused = service_page_judge_by_line(view, &here, &line);
 	memcpy(&look->header, view->header, sizeof look->header);
+	look->api_flags = __atomic_load_n(
+	    &view->shared.api_flags[here.relaxed ? TABLE_MODE_RELAXED : TABLE_MODE_ORDERED],
+	    __ATOMIC_RELAXED);
 	if (look->refused == NULL && attach) {
 		look->refused = service_page_attach(view, &st, path, &here, line->mult);
 		if (look->refused == NULL)

@@ -22,7 +22,7 @@
 /* "fasttime" in the first 8 bytes, little-endian; the version changes with
  * any change of struct table_page or of this header. */
 #define SERVICE_PAGE_MAGIC   0x656d697474736166ull
-#define SERVICE_PAGE_VERSION 2u
+#define SERVICE_PAGE_VERSION 3
 #define SERVICE_PAGE_SIZE    ((uint32_t)sizeof(struct table_page))
 
 /* The system's page, and the user's under $XDG_RUNTIME_DIR. */
@@ -64,7 +64,9 @@ struct service_page_header {
 	int32_t service_pid;	/* in the service's PID namespace */
 	uint32_t interval_ms;	/* the service's refresh interval */
 	uint32_t hidden_hwcaps; /* the service's settings, which a reader must share */
-	uint8_t relaxed;
+	/* No mode: the page carries each mode's flags (table_shared), and
+	 * serves readers of both. */
+	uint8_t unused_mode;
 	uint8_t force;
 	uint8_t unused[2];
 	/* The service's time namespace (/proc/self/ns/time); 0 where the
@@ -79,7 +81,7 @@ _Static_assert(sizeof(struct service_page_header) <= TABLE_PAGE_HEADER_BYTES,
 /* What a reader must find in a page: its own user and settings. */
 struct service_page_expect {
 	uid_t uid;
-	bool relaxed;
+	bool relaxed; /* the reader's mode: which of the page's flags it reads */
 	bool force;
 	uint32_t hidden_hwcaps;
 	bool rseq_registered;
@@ -105,10 +107,15 @@ const char *service_page_judge(const struct table_page *page,
 const char *service_page_judge_by_line(const struct table_page *page,
 				       const struct service_page_expect *expect,
 				       const struct table_record **line);
+/* The uid the kernel shows by default for a file whose owner the
+ * reader's user namespace does not map (/proc/sys/kernel/overflowuid
+ * says which it is here): never trusted as a page's owner. */
+#define SERVICE_PAGE_OVERFLOW_UID 65534u
 struct stat;
 /* NULL when the file st (a page's, as fstat saw it) may serve a reader
  * that expects this: regular, of the page's size, owned by root or the
- * reader's user, written by nobody else; else why not. */
+ * reader's user as the reader's user namespace maps them (never by the
+ * overflow uid), written by nobody else; else why not. */
 const char *service_page_judge_file(const struct stat *st,
 				    const struct service_page_expect *expect);
 
@@ -121,6 +128,7 @@ struct service_page_look {
 	bool found;	     /* a file was there */
 	const char *refused; /* NULL when it serves */
 	struct service_page_header header;
+	uint32_t api_flags; /* the page's flags for the reader's mode, as judged */
 };
 
 /* Opens path and checks the file and its contents; the descriptor is
@@ -183,18 +191,30 @@ struct service_page_writer {
 	char temporary[PATH_MAX];
 	char lock[PATH_MAX]; /* path.lock, held while the service runs */
 	int lock_fd;
+	/* The page's own descriptor, kept: it holds a write lock on the page
+	 * (how a service starting on the same path, whatever became of
+	 * path.lock, tells a live one's page) and sets its append-only flag. */
+	int page_fd;
 	dev_t device;
 	ino_t inode;
 	bool published;
+	bool append_only; /* the page's flag set: nobody can shrink it */
 };
 
 /* Makes the file beside path under a temporary name, with the table's
  * present contents and the header, and maps it over this process's table,
  * read-write: from then on the engine writes the page. Makes path's
- * directory if it is missing. False with a message in error. */
+ * directory if it is missing; refuses one that another user owns or that
+ * others may write, and a path whose page a live service holds. False
+ * with a message in error. */
 bool service_page_create(struct service_page_writer *writer, const char *path,
 			 const struct settings *settings, char *error, size_t error_len);
-/* Gives the page its name: readers may find it from now on. */
+/* Gives the page its name: readers may find it from now on. Where this
+ * service may (CAP_LINUX_IMMUTABLE, a file system that has the flag), the
+ * page is then made append-only: no one, root included, can truncate it,
+ * write it by a descriptor, remove it or rename over it until the flag is
+ * taken off (service_page_remove does), so that no mistake makes its
+ * readers' mapping shorter than the page (SIGBUS). */
 bool service_page_publish(struct service_page_writer *writer, char *error, size_t error_len);
 /* Removes the page's name (and a temporary one), unless another page has
  * taken the name since, and releases the lock. The mapping stays: readers that have it see what

@@ -8,6 +8,7 @@
 
 #include "service_page.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -43,19 +44,18 @@ static uint64_t service_page_distance(uint64_t a, uint64_t b)
 	return d < 0 ? (uint64_t)0 - (uint64_t)d : (uint64_t)d;
 }
 
-/* The settings a reader would read with must be the service's: the page's
- * flags say which entry points answer, in the service's mode. */
+/* The settings a reader would read with must be the service's (but for
+ * the mode: the page has flags for each). */
 static const char *service_page_judge_header(const struct service_page_header *header,
 					     const struct service_page_expect *expect)
 {
 	if (header->magic != SERVICE_PAGE_MAGIC)
 		return "not a fasttime page (wrong magic)";
 	if (header->version != SERVICE_PAGE_VERSION)
-		return "a page of another version";
+		return "a page of another version (this library reads version " SERVICE_PAGE_TEXT(
+		    SERVICE_PAGE_VERSION) "; restart the service with this fasttime)";
 	if (header->size != SERVICE_PAGE_SIZE)
 		return "a page of another size";
-	if (header->relaxed != expect->relaxed)
-		return "the service reads in another mode (FASTTIME_MODE)";
 	if (header->force != expect->force)
 		return "the service has another FASTTIME_FORCE";
 	if (header->hidden_hwcaps != expect->hidden_hwcaps)
@@ -98,6 +98,30 @@ static bool service_page_line_agrees(const struct table_record *record, clockid_
 
 		if (service_page_agrees(&bracket,
 					clock_mulhi(bracket.tsc, line.mult) + line.offset))
+			return true;
+	}
+	return false;
+}
+
+/* Every present line of records (a CPU's monotonic or raw lines) says
+ * what the reader's own clock says, all at the same TSC reading: the
+ * CPUs' counters are one clock, so a line that disagrees would answer
+ * wrong on its CPU, whichever CPU the reader runs on now (a second try
+ * after a preemption between the reads). */
+static bool service_page_every_line_agrees(const struct table_record *records, clockid_t clock)
+{
+	for (unsigned attempt = 0; attempt < 2; attempt++) {
+		struct service_page_bracket bracket = service_page_bracket_now(clock);
+		bool agree = true;
+
+		for (uint32_t cpu = 0; cpu < CPU_MAX_CPUS && agree; cpu++) {
+			struct calib_line line = table_load_record(&records[cpu]);
+
+			if (line.mult != 0)
+				agree = service_page_agrees(
+				    &bracket, clock_mulhi(bracket.tsc, line.mult) + line.offset);
+		}
+		if (agree)
 			return true;
 	}
 	return false;
@@ -165,7 +189,9 @@ static const char *service_page_judge_offsets(const struct table_page *page, uin
 
 /* The lines: each present one has a sane slope; every CPU the reader may
  * run on has one; the one of the CPU it runs on now (or the first) says
- * what its own kernel says, now (a second try after a preemption). */
+ * what its own kernel says, now (a second try after a preemption), and so
+ * does every other present one, whether or not the reader may run there
+ * now: its affinity may change. */
 static const char *service_page_judge_lines(const struct table_page *page,
 					    const struct table_record **line_out)
 {
@@ -195,13 +221,15 @@ static const char *service_page_judge_lines(const struct table_page *page,
 	if (!service_page_line_agrees(chosen, CLOCK_MONOTONIC))
 		return "its lines disagree with this process's CLOCK_MONOTONIC "
 		       "(another boot or another time namespace)";
+	if (!service_page_every_line_agrees(page->records, CLOCK_MONOTONIC))
+		return "another CPU's line disagrees with this process's CLOCK_MONOTONIC";
 	return NULL;
 }
 
 /* CLOCK_MONOTONIC_RAW's lines, where the page answers that clock: each
- * present one has a sane slope, and the one of the CPU the monotonic
- * lines were judged by (cpu), if it has one, says what the reader's own
- * CLOCK_MONOTONIC_RAW says. A CPU without one answers it with libc. */
+ * present one has a sane slope, and says what the reader's own
+ * CLOCK_MONOTONIC_RAW says (the one of the CPU the monotonic lines were
+ * judged by, cpu, first). A CPU without one answers it with libc. */
 static const char *service_page_judge_raw_lines(const struct table_page *page, uint32_t cpu,
 						uint32_t flags)
 {
@@ -213,10 +241,32 @@ static const char *service_page_judge_raw_lines(const struct table_page *page, u
 		if (mult != 0 && mult < SERVICE_PAGE_MIN_MULT)
 			return "a CLOCK_MONOTONIC_RAW line with an absurd slope";
 	}
-	if (__atomic_load_n(&page->raw_records[cpu].mult, __ATOMIC_RELAXED) == 0 ||
-	    service_page_line_agrees(&page->raw_records[cpu], CLOCK_MONOTONIC_RAW))
+	if (__atomic_load_n(&page->raw_records[cpu].mult, __ATOMIC_RELAXED) != 0 &&
+	    !service_page_line_agrees(&page->raw_records[cpu], CLOCK_MONOTONIC_RAW))
+		return "its CLOCK_MONOTONIC_RAW lines disagree with this process's";
+	if (!service_page_every_line_agrees(page->raw_records, CLOCK_MONOTONIC_RAW))
+		return "another CPU's CLOCK_MONOTONIC_RAW line disagrees with this process's";
+	return NULL;
+}
+
+/* The reader's time namespace must be the service's. Where one side can
+ * tell its own and the other cannot (no /proc, which a mount namespace
+ * can hide, and a kernel without the pidfd's way to it), the kernel has
+ * time namespaces and the reader may be in another: an offset below the
+ * lines' agreement would go unseen, so the page is refused. */
+static const char *service_page_judge_time_namespace(const struct service_page_header *header,
+						     const struct service_page_expect *expect)
+{
+	if (header->time_ns_inode == 0 && expect->time_ns_inode == 0)
 		return NULL;
-	return "its CLOCK_MONOTONIC_RAW lines disagree with this process's";
+	if (expect->time_ns_inode == 0)
+		return "this process cannot tell its time namespace (no /proc)";
+	if (header->time_ns_inode == 0)
+		return "the service could not tell its time namespace";
+	if (header->time_ns_inode != expect->time_ns_inode ||
+	    header->time_ns_device != expect->time_ns_device)
+		return "written in another time namespace";
+	return NULL;
 }
 
 /* The judge, and the line it judged the page by (where it serves): its
@@ -226,7 +276,10 @@ const char *service_page_judge_by_line(const struct table_page *page,
 				       const struct table_record **line)
 {
 	const struct table_shared *shared = &page->shared;
-	uint32_t flags = __atomic_load_n(&shared->api_flags, __ATOMIC_RELAXED);
+	/* The reader's own mode's flags: what its entry points will read. */
+	uint32_t flags = __atomic_load_n(
+	    &shared->api_flags[expect->relaxed ? TABLE_MODE_RELAXED : TABLE_MODE_ORDERED],
+	    __ATOMIC_RELAXED);
 	uint64_t valid_from = __atomic_load_n(&shared->valid_from_tsc, __ATOMIC_ACQUIRE);
 	uint64_t valid_ticks = __atomic_load_n(&shared->valid_ticks, __ATOMIC_ACQUIRE);
 	const struct service_page_header *header = (const struct service_page_header *)page->header;
@@ -238,16 +291,16 @@ const char *service_page_judge_by_line(const struct table_page *page,
 	if (flags & CLOCK_START_PENDING)
 		return "the service has not started";
 	/* Relaxed and fenced reads take the CPU id from rseq, unless getcpu
-	 * gives it (then the service itself had no rseq). */
+	 * gives it (then the service itself had no rseq): as the service
+	 * read it for this reader's mode. */
 	if ((flags & (CLOCK_MODE_RELAXED | CLOCK_READ_LFENCE)) && !(flags & CLOCK_CPU_GETCPU) &&
 	    !expect->rseq_registered)
 		return "the service reads the CPU id from rseq, which this process lacks";
 	/* Before freshness: a page of another namespace is refused for that,
 	 * whether or not its service is busy at this moment. */
-	if (header->time_ns_inode != 0 && expect->time_ns_inode != 0 &&
-	    (header->time_ns_inode != expect->time_ns_inode ||
-	     header->time_ns_device != expect->time_ns_device))
-		return "written in another time namespace";
+	refused = service_page_judge_time_namespace(header, expect);
+	if (refused != NULL)
+		return refused;
 	if (valid_ticks == 0 || cpu_rdtsc() - valid_from > valid_ticks)
 		return "stale: the service stopped renewing it";
 	refused = service_page_judge_lines(page, line);
@@ -271,14 +324,42 @@ const char *service_page_judge(const struct table_page *page,
 	return service_page_judge_by_line(page, expect, &line);
 }
 
+/* The uid the kernel shows for an owner this process's user namespace
+ * does not map (/proc/sys/kernel/overflowuid; its default where that
+ * cannot be read). Read by raw system calls, as the rest of the judge. */
+static uid_t service_page_overflow_uid(void)
+{
+	char text[16] = { 0 };
+	unsigned long uid = 0;
+	long got = -1;
+	int fd = (int)raw_syscall(SYS_openat, AT_FDCWD, (long)"/proc/sys/kernel/overflowuid",
+				  O_RDONLY | O_CLOEXEC | O_NOCTTY, 0, 0, 0);
+
+	if (fd >= 0) {
+		got = raw_syscall(SYS_read, fd, (long)text, sizeof text - 1, 0, 0, 0);
+		raw_syscall(SYS_close, fd, 0, 0, 0, 0, 0);
+	}
+	for (long i = 0; i < got && text[i] >= '0' && text[i] <= '9'; i++)
+		uid = uid * 10 + (unsigned long)(text[i] - '0');
+	return got > 0 && text[0] >= '0' && text[0] <= '9' && uid <= UINT32_MAX
+		   ? (uid_t)uid
+		   : SERVICE_PAGE_OVERFLOW_UID;
+}
+
 /* The file: a regular one, of the page's size, owned by root or by the
- * reader's user, and written by nobody else. */
+ * reader's user as this process's user namespace sees them, and written
+ * by nobody else. An owner the namespace does not map shows as the
+ * overflow uid, which may be the reader's own (nobody, in many
+ * containers): such a file is another user's, whoever the reader is. */
 const char *service_page_judge_file(const struct stat *st, const struct service_page_expect *expect)
 {
 	if (!S_ISREG(st->st_mode))
 		return "not a regular file";
 	if (st->st_uid != 0 && st->st_uid != expect->uid)
 		return "owned by another user";
+	if (st->st_uid != 0 &&
+	    (st->st_uid == SERVICE_PAGE_OVERFLOW_UID || st->st_uid == service_page_overflow_uid()))
+		return "owned by a user this user namespace does not map (the overflow uid)";
 	if (st->st_mode & (S_IWGRP | S_IWOTH))
 		return "writable by group or others";
 	if (st->st_size != (off_t)SERVICE_PAGE_SIZE)

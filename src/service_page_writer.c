@@ -1,17 +1,19 @@
 /* The service's side of a calibration service's page: the file made
  * beside its path under a temporary name and mapped over the table
- * read-write, its directory, the lock that keeps one service per page,
- * its name given (published) and taken away. */
+ * read-write, its directory, the locks that keep one service per page,
+ * its name given (published), made append-only, and taken away. */
 #include "config.h"
 
 #include "service_page.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/fs.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -46,24 +48,142 @@ static bool service_page_make_directory(const char *path, char *error, size_t er
 	return true;
 }
 
-/* One service per page: a lock file beside it, held for the service's
- * life. A second service on the same path would rename its page over the
- * first's, which would go on calibrating for nobody. */
-static bool service_page_lock(struct service_page_writer *writer, char *error, size_t error_len)
+/* The directory the page is named in must be the service's to control:
+ * owned by its user or by root, and written by nobody else. Where others
+ * may write (a 0777 directory, or a sticky one as /tmp), anyone can put a
+ * link or a file at the page's name, or at the lock's, and deny service to
+ * every reader. */
+static bool service_page_check_directory(const char *path, char *error, size_t error_len)
 {
-	writer->lock_fd = open(writer->lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (writer->lock_fd < 0) {
-		snprintf(error, error_len, "cannot open %s: %s", writer->lock, strerror(errno));
+	char directory[PATH_MAX];
+	char *slash;
+	struct stat st;
+
+	snprintf(directory, sizeof directory, "%s", path);
+	slash = strrchr(directory, '/');
+	if (slash == NULL)
+		snprintf(directory, sizeof directory, ".");
+	else
+		slash[slash == directory ? 1 : 0] = '\0';
+	if (stat(directory, &st) != 0 || !S_ISDIR(st.st_mode)) {
+		snprintf(error, error_len, "cannot publish in %s: not a directory", directory);
 		return false;
 	}
-	if (flock(writer->lock_fd, LOCK_EX | LOCK_NB) != 0) {
-		snprintf(error, error_len, "another service publishes %s (%s is locked)",
-			 writer->path, writer->lock);
-		close(writer->lock_fd);
-		writer->lock_fd = -1;
+	if (st.st_uid != geteuid() && st.st_uid != 0) {
+		snprintf(error, error_len,
+			 "will not publish in %s: it belongs to another user (uid %u); give "
+			 "--page a directory of this user's or root's",
+			 directory, (unsigned)st.st_uid);
+		return false;
+	}
+	if (st.st_mode & (S_IWGRP | S_IWOTH)) {
+		snprintf(error, error_len,
+			 "will not publish in %s: others may write it (mode %04o); give --page a "
+			 "directory only its owner writes",
+			 directory, (unsigned)(st.st_mode & 07777));
 		return false;
 	}
 	return true;
+}
+
+/* Whether fd and name are one file. */
+static bool service_page_same_file(int fd, const char *name)
+{
+	struct stat held, named;
+
+	return fstat(fd, &held) == 0 && lstat(name, &named) == 0 && held.st_dev == named.st_dev &&
+	       held.st_ino == named.st_ino;
+}
+
+/* One service per page: a lock file beside it, held for the service's
+ * life. A second service on the same path would rename its page over the
+ * first's, which would go on calibrating for nobody. The lock counts only
+ * while its name is still the locked file's: a service stopping removes
+ * the name while it holds the lock, and one that opened the file just
+ * before must try the name's new file. */
+static bool service_page_lock(struct service_page_writer *writer, char *error, size_t error_len)
+{
+	for (unsigned attempt = 0; attempt < 3; attempt++) {
+		int fd = open(writer->lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+		bool locked, same;
+
+		if (fd < 0) {
+			snprintf(error, error_len, "cannot open %s: %s", writer->lock,
+				 strerror(errno));
+			return false;
+		}
+		locked = flock(fd, LOCK_EX | LOCK_NB) == 0;
+		same = service_page_same_file(fd, writer->lock);
+		if (locked && same) {
+			writer->lock_fd = fd;
+			return true;
+		}
+		close(fd);
+		if (same) {
+			snprintf(error, error_len, "another service publishes %s (%s is locked)",
+				 writer->path, writer->lock);
+			return false;
+		}
+	}
+	snprintf(error, error_len, "cannot lock %s: another service keeps replacing it",
+		 writer->lock);
+	return false;
+}
+
+/* A byte of the page that its service holds a write lock on, for its
+ * life: only a writer of the page can take one, and a reader's probe for
+ * it takes nothing. */
+static struct flock service_page_held_byte(short type)
+{
+	struct flock byte = { .l_type = type, .l_whence = SEEK_SET, .l_start = 0, .l_len = 1 };
+
+	return byte;
+}
+
+/* Whether a live service holds the page now named path: its write lock
+ * on it tells, whatever became of path.lock (removed by hand, and a new
+ * one taken by a second service). Its pid from the header, for the
+ * message. */
+static bool service_page_held_by_another(const char *path, int *pid)
+{
+	struct service_page_header header;
+	struct flock probe = service_page_held_byte(F_RDLCK);
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
+	bool held;
+
+	if (fd < 0)
+		return false;
+	held = fcntl(fd, F_OFD_GETLK, &probe) == 0 && probe.l_type != F_UNLCK;
+	*pid = pread(fd, &header, sizeof header, 0) == (ssize_t)sizeof header
+		   ? (int)header.service_pid
+		   : 0;
+	close(fd);
+	return held;
+}
+
+/* Sets or clears the append-only flag of the file fd: true when done. */
+static bool service_page_set_append_only(int fd, bool on)
+{
+	int flags;
+
+	if (ioctl(fd, FS_IOC_GETFLAGS, &flags) != 0)
+		return false;
+	flags = on ? flags | FS_APPEND_FL : flags & ~FS_APPEND_FL;
+	return ioctl(fd, FS_IOC_SETFLAGS, &flags) == 0;
+}
+
+/* Clears the append-only flag of the page a service that ended without
+ * its stop (SIGKILL) left at path: the flag refuses the rename over it. */
+static void service_page_release_left_page(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
+	struct stat st;
+
+	if (fd < 0)
+		return;
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
+		service_page_set_append_only(fd, false);
+	close(fd);
 }
 
 bool service_page_create(struct service_page_writer *writer, const char *path,
@@ -76,15 +196,16 @@ bool service_page_create(struct service_page_writer *writer, const char *path,
 		.service_pid = (int32_t)getpid(),
 		.interval_ms = settings->interval_ms,
 		.hidden_hwcaps = settings->hidden_hwcaps,
-		.relaxed = settings->relaxed,
 		.force = settings->force,
 	};
+	struct flock held = service_page_held_byte(F_WRLCK);
 	struct stat st;
-	int fd, written;
+	int fd, written, holder;
 
 	service_page_time_namespace(&header.time_ns_device, &header.time_ns_inode);
 	memset(writer, 0, sizeof *writer);
 	writer->lock_fd = -1;
+	writer->page_fd = -1;
 	written = snprintf(writer->path, sizeof writer->path, "%s", path);
 	if (written <= 0 || written >= (int)sizeof writer->path ||
 	    snprintf(writer->temporary, sizeof writer->temporary, "%s.XXXXXX", path) >=
@@ -95,8 +216,15 @@ bool service_page_create(struct service_page_writer *writer, const char *path,
 		return false;
 	}
 	if (!service_page_make_directory(path, error, error_len) ||
+	    !service_page_check_directory(path, error, error_len) ||
 	    !service_page_lock(writer, error, error_len))
 		return false;
+	if (service_page_held_by_another(path, &holder)) {
+		snprintf(error, error_len, "another service publishes %s (pid %d holds the page)",
+			 path, holder);
+		service_page_remove(writer);
+		return false;
+	}
 	fd = mkostemp(writer->temporary, O_CLOEXEC);
 	if (fd < 0) {
 		snprintf(error, error_len, "cannot make %s: %s", writer->temporary,
@@ -105,33 +233,41 @@ bool service_page_create(struct service_page_writer *writer, const char *path,
 		service_page_remove(writer);
 		return false;
 	}
+	writer->page_fd = fd;
 	memcpy(table_page.header, &header, sizeof header);
 	if (fchmod(fd, 0644) != 0 ||
 	    write(fd, &table_page, SERVICE_PAGE_SIZE) != (ssize_t)SERVICE_PAGE_SIZE ||
-	    fstat(fd, &st) != 0 ||
+	    fstat(fd, &st) != 0 || fcntl(fd, F_OFD_SETLK, &held) != 0 ||
 	    mmap(&table_page, SERVICE_PAGE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd,
 		 0) == MAP_FAILED) {
 		snprintf(error, error_len, "cannot write %s: %s", writer->temporary,
 			 strerror(errno));
-		close(fd);
 		service_page_remove(writer);
 		return false;
 	}
 	writer->device = st.st_dev;
 	writer->inode = st.st_ino;
-	close(fd);
 	return true;
 }
 
 bool service_page_publish(struct service_page_writer *writer, char *error, size_t error_len)
 {
-	if (rename(writer->temporary, writer->path) != 0) {
+	/* A page that a killed service left append-only refuses the rename
+	 * over it: no live service holds it (service_page_create). */
+	if (rename(writer->temporary, writer->path) != 0 &&
+	    (errno != EPERM || (service_page_release_left_page(writer->path),
+				rename(writer->temporary, writer->path) != 0))) {
 		snprintf(error, error_len, "cannot name the page %s: %s", writer->path,
 			 strerror(errno));
 		return false;
 	}
 	writer->temporary[0] = '\0';
 	writer->published = true;
+	/* After the rename, which the flag would refuse. Without the right to
+	 * set it (a service without CAP_LINUX_IMMUTABLE, as a user's own),
+	 * the page's owner can still shrink it: only under readers that trust
+	 * that owner, their own processes or root's. */
+	writer->append_only = service_page_set_append_only(writer->page_fd, true);
 	return true;
 }
 
@@ -141,14 +277,25 @@ void service_page_remove(struct service_page_writer *writer)
 
 	if (writer->temporary[0] != '\0')
 		unlink(writer->temporary);
+	if (writer->append_only && service_page_set_append_only(writer->page_fd, false))
+		writer->append_only = false;
 	if (writer->published && stat(writer->path, &st) == 0 && st.st_dev == writer->device &&
 	    st.st_ino == writer->inode)
 		unlink(writer->path);
 	writer->published = false;
 	writer->temporary[0] = '\0';
-	/* Unlinked while held: a service starting meanwhile makes its own. */
+	/* The page's write lock goes with its descriptor: after its name. */
+	if (writer->page_fd >= 0) {
+		close(writer->page_fd);
+		writer->page_fd = -1;
+	}
+	/* Removed while held, and only while the name is still this lock's
+	 * (never another service's, which took a new one after this one's was
+	 * removed by hand): a service starting meanwhile that opened this file
+	 * finds its name gone and makes its own (service_page_lock). */
 	if (writer->lock_fd >= 0) {
-		unlink(writer->lock);
+		if (service_page_same_file(writer->lock_fd, writer->lock))
+			unlink(writer->lock);
 		close(writer->lock_fd);
 		writer->lock_fd = -1;
 	}

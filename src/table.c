@@ -10,6 +10,7 @@
 
 struct table_page table_page;
 bool table_read_only START_DATA;
+const uint32_t *table_own_flags = &table_page.shared.api_flags[TABLE_MODE_ORDERED];
 /* Aligned, and a whole number of cache lines: the readers' rare writes here
  * never take a line the read path loads. */
 unsigned long table_wanted[TABLE_WANTED_WORDS] __attribute__((aligned(64)));
@@ -118,17 +119,28 @@ void table_wanted_clear(void)
 			__atomic_store_n(&table_wanted[i], 0, __ATOMIC_RELAXED);
 }
 
-void table_publish_flags(uint32_t flags)
+void table_set_mode(bool relaxed)
 {
-	uint32_t seen = __atomic_load_n(&table_page.shared.api_flags, __ATOMIC_RELAXED);
+	table_own_flags =
+	    &table_page.shared.api_flags[relaxed ? TABLE_MODE_RELAXED : TABLE_MODE_ORDERED];
+}
 
-	if (table_is_read_only())
+enum table_mode table_own_mode(void)
+{
+	return (enum table_mode)(table_own_flags - table_page.shared.api_flags);
+}
+
+void table_publish_flags(enum table_mode mode, uint32_t flags)
+{
+	uint32_t *word, seen;
+
+	if (table_is_read_only() || mode >= TABLE_MODE_COUNT)
 		return;
-
-	while (!__atomic_compare_exchange_n(&table_page.shared.api_flags, &seen,
-					    (flags & ~(uint32_t)CLOCK_START_PENDING) |
-						(seen & CLOCK_START_PENDING),
-					    false, __ATOMIC_RELEASE, __ATOMIC_RELAXED))
+	word = &table_page.shared.api_flags[mode];
+	seen = __atomic_load_n(word, __ATOMIC_RELAXED);
+	while (!__atomic_compare_exchange_n(
+	    word, &seen, (flags & ~(uint32_t)CLOCK_START_PENDING) | (seen & CLOCK_START_PENDING),
+	    false, __ATOMIC_RELEASE, __ATOMIC_RELAXED))
 		;
 }
 
@@ -136,20 +148,23 @@ void table_set_start_pending(bool pending)
 {
 	if (table_is_read_only())
 		return;
-	if (pending)
-		__atomic_fetch_or(&table_page.shared.api_flags, CLOCK_START_PENDING,
-				  __ATOMIC_RELEASE);
-	else
-		__atomic_fetch_and(&table_page.shared.api_flags, ~(uint32_t)CLOCK_START_PENDING,
-				   __ATOMIC_RELEASE);
+	for (unsigned mode = 0; mode < TABLE_MODE_COUNT; mode++) {
+		uint32_t *word = &table_page.shared.api_flags[mode];
+
+		if (pending)
+			__atomic_fetch_or(word, CLOCK_START_PENDING, __ATOMIC_RELEASE);
+		else
+			__atomic_fetch_and(word, ~(uint32_t)CLOCK_START_PENDING, __ATOMIC_RELEASE);
+	}
 }
 
-void table_stop_answering(uint32_t flags)
+void table_stop_answering(const uint32_t flags[TABLE_MODE_COUNT])
 {
 	if (table_is_read_only())
 		return;
-	__atomic_store_n(&table_page.shared.api_flags, flags & ~(uint32_t)CLOCK_START_PENDING,
-			 __ATOMIC_RELEASE);
+	for (unsigned mode = 0; mode < TABLE_MODE_COUNT; mode++)
+		__atomic_store_n(&table_page.shared.api_flags[mode],
+				 flags[mode] & ~(uint32_t)CLOCK_START_PENDING, __ATOMIC_RELEASE);
 	table_set_validity(0, 0);
 }
 

@@ -25,6 +25,11 @@ struct table_record {
 	uint64_t offset;
 } __attribute__((aligned(16)));
 
+/* The readers' modes (FASTTIME_MODE), each with its own api_flags word:
+ * the lines are the same for both, the choice of entry points and how the
+ * counter is read are not. */
+enum table_mode { TABLE_MODE_ORDERED, TABLE_MODE_RELAXED, TABLE_MODE_COUNT };
+
 /* Read-mostly facts shared by all CPUs, on their own cache line. */
 struct table_shared {
 	/* A reading is fresh when (tsc - valid_from_tsc) <= valid_ticks, as
@@ -34,8 +39,10 @@ struct table_shared {
 	/* Each clock of the table minus CLOCK_MONOTONIC, in ns, modulo 2^64,
 	 * by its offset kind (clock_table.h); [CLOCK_OFFSET_NONE] stays 0. */
 	uint64_t offset_ns[CLOCK_OFFSET_COUNT];
-	/* Which entry points answer from the TSC (see preload.h). */
-	uint32_t api_flags;
+	/* Which entry points answer from the TSC, and how the counter is
+	 * read (clock_table.h), for a reader of each mode: a service's page
+	 * serves both; a process's own engine writes its own mode's only. */
+	uint32_t api_flags[TABLE_MODE_COUNT];
 } __attribute__((aligned(64)));
 
 /* The bytes a calibration service writes at the start of the page it
@@ -80,6 +87,23 @@ extern __attribute__((visibility("hidden"))) struct table_page table_page;
  * every writer below then returns without writing (a write would fault). */
 extern __attribute__((visibility("hidden"))) bool table_read_only;
 
+/* This process's mode's word of api_flags: set once, before any reader
+ * or writer (table_set_mode), and never again. A pointer rather than an
+ * index: the read path loads it and then the word, with no address to
+ * compute between. */
+extern __attribute__((visibility("hidden"))) const uint32_t *table_own_flags;
+
+/* The mode of this process's readers (settings.relaxed). */
+void table_set_mode(bool relaxed);
+/* The mode table_set_mode set (ordered until then). */
+enum table_mode table_own_mode(void);
+
+/* The flags this process's entry points read: its own mode's word. */
+static inline uint32_t table_api_flags(void)
+{
+	return __atomic_load_n(table_own_flags, __ATOMIC_RELAXED);
+}
+
 /* The CPUs on which readers found no line, one bit each, on cache lines of
  * their own: set by readers (table_want_line), read and cleared by the
  * writer. */
@@ -102,14 +126,14 @@ void table_set_validity(uint64_t valid_from_tsc, uint64_t valid_ticks);
 /* The shared facts beside the lines: table.c is their only writer (but
  * for readers' table_want_line and a reader's step of a clock, which goes
  * through table_swap_offset). */
-/* Publishes the flags readers use (api_flags), keeping CLOCK_START_PENDING
- * as a stopper or starter may set it meanwhile. */
-void table_publish_flags(uint32_t flags);
-/* Sets or clears CLOCK_START_PENDING in api_flags. */
+/* Publishes the flags readers of mode use (api_flags[mode]), keeping
+ * CLOCK_START_PENDING as a stopper or starter may set it meanwhile. */
+void table_publish_flags(enum table_mode mode, uint32_t flags);
+/* Sets or clears CLOCK_START_PENDING in every mode's api_flags. */
 void table_set_start_pending(bool pending);
-/* Stops every answer from the lines at once: api_flags becomes flags (less
- * CLOCK_START_PENDING), and the validity ends. */
-void table_stop_answering(uint32_t flags);
+/* Stops every answer from the lines at once: each mode's api_flags
+ * becomes its flags (less CLOCK_START_PENDING), and the validity ends. */
+void table_stop_answering(const uint32_t flags[TABLE_MODE_COUNT]);
 /* Publishes a clock's offset (kind) the first time. */
 void table_set_offset(enum clock_offset_kind kind, uint64_t offset_ns);
 /* Publishes a moved offset unless someone published another since

@@ -173,6 +173,17 @@ static void tool_info_print_choice(bool relaxed, bool disabled)
 	}
 }
 
+/* Which entry points the service's page answers from the counter for a
+ * reader of the configured mode: what a program started now would get. */
+static void tool_info_print_served_choice(const struct tool_info_report *report, bool relaxed)
+{
+	printf("\nentry points in %s mode, as the service's page answers them\n",
+	       relaxed ? "relaxed" : "ordered");
+	for (unsigned a = 0; a < API_CHOICE_COUNT; a++)
+		printf("  %-35s %s\n", api_choice_names[a],
+		       (report->served_flags & api_choice_bits[a]) ? "fasttime" : "libc");
+}
+
 /* Each entry point's cost from libc and from the counter in both modes,
  * measured just now. */
 static void tool_info_print_costs(const struct tool_info_report *report)
@@ -237,6 +248,8 @@ int tool_info_run(const struct settings *settings, enum tool_info_format format)
 		tool_info_keys_print(&report);
 		return 0;
 	}
+	if (report.served)
+		tool_info_print_served_choice(&report, settings->relaxed);
 	if (report.calibrated) {
 		tool_info_print_choice(settings->relaxed, settings->disabled);
 		tool_info_print_costs(&report);

@@ -255,6 +255,9 @@ static void tool_info_keys_choice(const struct tool_info_report *report)
 				   "%s",
 				   chosen && (choice->chosen & cost->flag) ? "fasttime" : "libc");
 		tool_info_keys_maybe(
+		    tool_info_keys_name(key, sizeof key, "api", api, "served_by"), report->served,
+		    "%s", (report->served_flags & api_choice_bits[a]) ? "fasttime" : "libc");
+		tool_info_keys_maybe(
 		    tool_info_keys_name(key, sizeof key, "api", api, "cost_libc_ns"), costs, "%.1f",
 		    tool_info_report_libc_ns(report, a));
 		tool_info_keys_maybe(

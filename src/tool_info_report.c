@@ -31,6 +31,7 @@ static void tool_info_report_service(struct tool_info_report *report)
 			 service_page_find(report->settings, report->facts.rseq_registered, false,
 					   report->page, &look);
 	report->service_pid = report->served ? look.header.service_pid : 0;
+	report->served_flags = report->served ? look.api_flags : 0;
 	report->page_refused = !report->served && report->page[0] != '\0' ? look.refused : NULL;
 }
 

@@ -39,6 +39,9 @@ struct tool_info_report {
 	char page[PATH_MAX];
 	int service_pid;
 	const char *page_refused;
+	/* Where served: the page's flags for this reader's mode, which say
+	 * which entry points it answers from the counter. */
+	uint32_t served_flags;
 };
 
 /* One CPU's row of the per-CPU table, as numbers; a fact is known only

@@ -83,6 +83,15 @@ const char *verdict_prepare(bool relaxed)
 	verdict_narrowest_ever_ns = 0;
 	verdict_slow_rounds = 0;
 	reason = cpu_unusable_reason(facts, false);
+	for (unsigned mode = 0; mode < TABLE_MODE_COUNT; mode++) {
+		struct cpu_reading reading;
+
+		verdict.mode_reads[mode] =
+		    reason == NULL &&
+		    cpu_choose_reading(facts, mode == TABLE_MODE_RELAXED, &reading) == NULL;
+		verdict.flags_of_mode[mode] =
+		    verdict.mode_reads[mode] ? clock_flags_for_reading(reading) : 0;
+	}
 	if (reason == NULL)
 		reason = cpu_choose_reading(facts, relaxed, &verdict.reading);
 	if (reason == NULL) {

@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "cpu.h"
+#include "table.h"
 
 struct verdict {
 	struct cpu_facts facts;	    /* as last probed */
@@ -16,7 +17,12 @@ struct verdict {
 	/* How the sandwiches read it: ordered wherever the CPU allows it,
 	 * whatever the readers' mode. */
 	struct cpu_reading sample_reading;
-	uint32_t mode_flags;	/* CLOCK_READ_BITS for readers (clock.h) */
+	uint32_t mode_flags; /* CLOCK_READ_BITS for readers (clock.h) */
+	/* The same for a reader of each mode, and whether that mode can
+	 * read here at all (an ordered read needs rdtscp or a serializing
+	 * lfence): a service measures and publishes both. */
+	uint32_t flags_of_mode[TABLE_MODE_COUNT];
+	bool mode_reads[TABLE_MODE_COUNT];
 	const char *unusable;	/* why the fast path cannot run; NULL if it can */
 	unsigned steady_rounds; /* in a row, for the clocksource's probation */
 	bool trusted;		/* the lines may answer (evidence.h) */

@@ -21,7 +21,8 @@
  *                     "fasttime" appears, or WAIT_MS (500 by default) have
  *                     passed and each clock was answered from the TSC at
  *                     least once (or 10 s: a service kept from running
- *                     leaves its page stale meanwhile)
+ *                     leaves its page stale meanwhile); without /proc,
+ *                     the threads are "unknown" and the wait is WAIT_MS
  *   fork              a short probe, then fork: the child probes (500 ms)
  *   watch             samples the three clocks until SIGTERM; prints
  *                     "ready" once the first samples are taken, and one
@@ -42,6 +43,10 @@
  *                     served.test runs neither of these two: today their
  *                     children answer CLOCK_MONOTONIC 1000 s behind their
  *                     kernel's, for a while (child) or for good (raw)
+ *   timens-run NS proc|noproc CMD...  (without the preload) runs CMD in
+ *                     a new time namespace, CLOCK_MONOTONIC NS ns ahead,
+ *                     and with noproc in a new mount namespace without
+ *                     /proc (77 where the kernel refuses either)
  *
  * Every sample is a sandwich libc, preload, libc; the tap behind the
  * library tells an answer from the TSC from one by libc (life.c). */
@@ -56,6 +61,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -144,6 +150,8 @@ static void served_probe(unsigned wait_ms, bool settle)
 	struct served_tracks t = { 0 };
 	uint64_t before, end, give_up, valid_from = 0, valid_ticks = 0;
 	bool thread_seen = false, each_fast = false;
+	/* Without /proc (timens-run noproc), threads cannot be counted. */
+	bool proc = access("/proc/self/task", F_OK) == 0;
 	struct timespec ts;
 
 	if (page != NULL) {
@@ -167,12 +175,16 @@ static void served_probe(unsigned wait_ms, bool settle)
 	give_up = end + SERVED_PROBE_MAX_MS * LIFE_NS_PER_MS;
 	do {
 		served_sample_for(10, &t);
-		thread_seen = life_threads_named("fasttime") > 0;
+		thread_seen = proc && life_threads_named("fasttime") > 0;
 		each_fast = t.mono.fast > 0 && t.real.fast > 0 && t.boot.fast > 0;
 	} while (!thread_seen &&
 		 (life_libc_mono_ns() < end || (!each_fast && life_libc_mono_ns() < give_up)));
-	printf("%sfasttime_thread=%s\n%sthreads=%u\n", served_prefix, thread_seen ? "yes" : "no",
-	       served_prefix, life_thread_count());
+	if (proc)
+		printf("%sfasttime_thread=%s\n%sthreads=%u\n", served_prefix,
+		       thread_seen ? "yes" : "no", served_prefix, life_thread_count());
+	else
+		printf("%sfasttime_thread=unknown\n%sthreads=unknown\n", served_prefix,
+		       served_prefix);
 	if (thread_seen && settle) {
 		printf("%ssettled_fast=%s\n", served_prefix, life_wait_fast(5000) ? "yes" : "no");
 		served_say_track("early_mono", &t.mono);
@@ -322,6 +334,47 @@ static int served_time_namespace(bool by_setns, bool raw, bool child)
 	return 0;
 }
 
+/* timens-run: runs argv (a reader) in a new time namespace whose
+ * CLOCK_MONOTONIC is mono_ns ahead of this one's, and, with hide_proc, in
+ * a new mount namespace where /proc is not mounted. Exits 77 where the
+ * kernel refuses a namespace; else with the reader's status. */
+static int served_timens_run(long mono_ns, bool hide_proc, char **argv)
+{
+	char text[64];
+	int fd, status;
+	pid_t pid;
+
+	if (unshare(CLONE_NEWTIME | (hide_proc ? CLONE_NEWNS : 0)) != 0) {
+		fprintf(stderr, "served: unshare(CLONE_NEWTIME%s): %s\n",
+			hide_proc ? " | CLONE_NEWNS" : "", strerror(errno));
+		return 77;
+	}
+	snprintf(text, sizeof text, "monotonic %ld %ld\n", mono_ns / 1000000000l,
+		 mono_ns % 1000000000l);
+	fd = open("/proc/self/timens_offsets", O_WRONLY | O_CLOEXEC);
+	if (fd < 0 || write(fd, text, strlen(text)) != (ssize_t)strlen(text)) {
+		fprintf(stderr, "served: cannot set the time namespace's offsets: %s\n",
+			strerror(errno));
+		return 77;
+	}
+	close(fd);
+	if (hide_proc && (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0 ||
+			  umount2("/proc", MNT_DETACH) != 0)) {
+		fprintf(stderr, "served: cannot take /proc away: %s\n", strerror(errno));
+		return 77;
+	}
+	pid = fork();
+	if (pid < 0)
+		return 99;
+	if (pid == 0) {
+		execvp(argv[0], argv);
+		_exit(127);
+	}
+	if (waitpid(pid, &status, 0) != pid)
+		return 99;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 2 && strcmp(argv[1], "layout") == 0) {
@@ -334,6 +387,9 @@ int main(int argc, char **argv)
 		       offsetof(struct table_page, calibrated));
 		return 0;
 	}
+	if (argc >= 5 && strcmp(argv[1], "timens-run") == 0)
+		return served_timens_run(strtol(argv[2], NULL, 10), strcmp(argv[3], "noproc") == 0,
+					 argv + 4);
 	life_begin("served");
 	/* The watchdog: not life_watchdog, whose thread would be counted. */
 	alarm(300);
@@ -353,6 +409,6 @@ int main(int argc, char **argv)
 	if (argc == 2 && strcmp(argv[1], "setns-time") == 0)
 		return served_time_namespace(true, false, false);
 	fprintf(stderr, "usage: served probe [WAIT_MS] | fork | watch | unshare-time [child|raw] "
-			"| setns-time\n");
+			"| setns-time | timens-run NS proc|noproc CMD...\n");
 	return 99;
 }

@@ -12,8 +12,8 @@
 # exit status, same standard output, same standard error where the output
 # does not depend on the moment.
 #
-# Then a secure process (setgid: AT_SECURE) under the preload, run by
-# nobody beside a page that nobody owns at /run/fasttime/page: it must not
+# Then a secure process (setgid: AT_SECURE) under the preload, run by a
+# plain user beside a page that user owns at /run/fasttime/page: it must not
 # be served (it trusts root's page only), while the same program without
 # the setgid bit is; and with root's page there it is served too. Served or
 # not is told by its threads after its first time calls (a served process
@@ -21,7 +21,7 @@
 # ignored in a secure process, which its unchanged standard error shows.
 #
 # Needs root, unshare, setpriv and cc; skips (77) without them. Not part of
-# make check (it mounts, and runs programs as nobody); CI runs it as root:
+# make check (it mounts, and runs programs as other users); CI runs it as root:
 #   tests/system/machine-wide.sh [BUILDDIR]
 # BUILDDIR is the top build directory (default: abs_top_builddir, else the
 # current directory). Exit status: 0 pass, 1 fail, 77 skip, 99 error.
@@ -43,7 +43,7 @@ pass() {
 }
 
 if [ "$(id -u)" != 0 ]; then
-	skip "needs root (it mounts in a private mount namespace and runs programs as nobody)"
+	skip "needs root (it mounts in a private mount namespace and runs programs as other users)"
 fi
 for tool in unshare setpriv cc make; do
 	command -v "$tool" >/dev/null 2>&1 || skip "needs $tool"
@@ -86,7 +86,7 @@ mkdir "$tmp/lib" && cp "$top/src/.libs/libfasttime.so" "$tmp/lib/" &&
 	chmod 755 "$tmp/lib/libfasttime.so" || exit 99
 lib=$tmp/lib/libfasttime.so
 
-# Starts fasttimed as user ($1: root or nobody) on page $2; waits for the
+# Starts fasttimed as user $1 (root, or a uid) on page $2; waits for the
 # page (10 s).
 start_service() {
 	if [ "$1" = root ]; then
@@ -257,29 +257,32 @@ EOF
 cc -O2 -o "$tmp/threads" "$tmp/threads.c" || exit 99
 cp "$tmp/threads" "$tmp/threads-setgid"
 chgrp tty "$tmp/threads-setgid" && chmod 2755 "$tmp/threads-setgid" || exit 99
-as_nobody() {
-	env -u FASTTIME_PAGE setpriv --reuid=65534 --regid=65534 --clear-groups "$@"
+# A plain user of no name (not nobody: a page nobody owns is refused by
+# everyone, nobody being the overflow uid of user namespaces).
+user=4242
+as_user() {
+	env -u FASTTIME_PAGE setpriv --reuid=$user --regid=$user --clear-groups "$@"
 }
 
 stop_service
-chown 65534:65534 /run/fasttime
-start_service 65534 /run/fasttime/page || {
-	echo "$me: fasttimed as nobody did not publish /run/fasttime/page"
+chown $user:$user /run/fasttime
+start_service $user /run/fasttime/page || {
+	echo "$me: fasttimed as uid $user did not publish /run/fasttime/page"
 	exit 99
 }
-plain_threads=$(as_nobody env FASTTIME_PAGE=none "$tmp/threads")
-own_page_threads=$(as_nobody "$tmp/threads")
-secure_threads=$(as_nobody "$tmp/threads-setgid")
-secure_debug=$(as_nobody env FASTTIME_DEBUG=1 "$tmp/threads-setgid" 2>&1 >/dev/null)
+plain_threads=$(as_user env FASTTIME_PAGE=none "$tmp/threads")
+own_page_threads=$(as_user "$tmp/threads")
+secure_threads=$(as_user "$tmp/threads-setgid")
+secure_debug=$(as_user env FASTTIME_DEBUG=1 "$tmp/threads-setgid" 2>&1 >/dev/null)
 if [ "$plain_threads" != 2 ]; then
 	echo "$me: note: an unserved reader runs $plain_threads threads here (no thread of" \
 		"ours: the library cannot run on this machine); the secure cases are not told apart"
 elif [ "$own_page_threads" != 1 ]; then
-	fail "nobody's own program is not served by nobody's page ($own_page_threads threads)"
+	fail "uid $user's own program is not served by its page ($own_page_threads threads)"
 elif [ "$secure_threads" != 2 ]; then
-	fail "a setgid program run by nobody is served by nobody's page ($secure_threads threads)"
+	fail "a setgid program run by uid $user is served by uid $user's page ($secure_threads threads)"
 else
-	pass "a setgid program run by nobody refuses nobody's page (served: not; its own thread runs)"
+	pass "a setgid program run by uid $user refuses uid $user's page (its own thread runs)"
 fi
 if [ -n "$secure_debug" ]; then
 	fail "a setgid program heeds FASTTIME_DEBUG: $secure_debug"
@@ -293,11 +296,11 @@ start_service root /run/fasttime/page || {
 	echo "$me: fasttimed did not publish /run/fasttime/page"
 	exit 99
 }
-secure_threads=$(as_nobody "$tmp/threads-setgid")
+secure_threads=$(as_user "$tmp/threads-setgid")
 if [ "$plain_threads" = 2 ] && [ "$secure_threads" != 1 ]; then
-	fail "a setgid program run by nobody is not served by root's page ($secure_threads threads)"
+	fail "a setgid program run by uid $user is not served by root's page ($secure_threads threads)"
 elif [ "$plain_threads" = 2 ]; then
-	pass "a setgid program run by nobody is served by root's page"
+	pass "a setgid program run by uid $user is served by root's page"
 fi
 
 [ "$fail_count" = 0 ] || exit 1

@@ -43,6 +43,7 @@ int main(void)
 	srunner_add_suite(runner, suite_evidence());
 	srunner_add_suite(runner, suite_watch());
 	srunner_add_suite(runner, suite_clock_table());
+	srunner_add_suite(runner, suite_service_notify());
 	if (reason == NULL) {
 		srunner_add_suite(runner, suite_table());
 		srunner_add_suite(runner, suite_clock());

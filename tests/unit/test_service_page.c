@@ -69,6 +69,7 @@ static void service_page_test_setup(void)
 	struct calib_line line = service_page_test_line_of(CLOCK_MONOTONIC);
 	struct timespec realtime;
 
+	service_page_time_namespace(&header.time_ns_device, &header.time_ns_inode);
 	memset(page, 0, sizeof *page);
 	memcpy(page->header, &header, sizeof header);
 	for (uint32_t cpu = 0; cpu < SERVICE_PAGE_TEST_CPUS; cpu++) {
@@ -79,7 +80,8 @@ static void service_page_test_setup(void)
 	clock_gettime(CLOCK_REALTIME, &realtime);
 	page->shared.offset_ns[CLOCK_OFFSET_REALTIME] =
 	    timespec_to_ns(&realtime) - service_page_test_mono_ns();
-	page->shared.api_flags = CLOCK_API_GETTIMEOFDAY | (1u << CLOCK_MONOTONIC);
+	page->shared.api_flags[TABLE_MODE_ORDERED] =
+	    CLOCK_API_GETTIMEOFDAY | (1u << CLOCK_MONOTONIC);
 	/* Fresh for 100 ms, within what the engine grants (WATCH_VALID_NS). */
 	page->shared.valid_from_tsc = cpu_rdtsc();
 	page->shared.valid_ticks = (uint64_t)(((unsigned __int128)100000000u << 64) / line.mult);
@@ -87,6 +89,8 @@ static void service_page_test_setup(void)
 	memset(&service_page_test_expect, 0, sizeof service_page_test_expect);
 	service_page_test_expect.uid = geteuid();
 	service_page_test_expect.rseq_registered = true;
+	service_page_test_expect.time_ns_device = header.time_ns_device;
+	service_page_test_expect.time_ns_inode = header.time_ns_inode;
 	service_page_test_file[0] = '\0';
 }
 
@@ -153,30 +157,76 @@ START_TEST(test_header_refused)
 }
 END_TEST
 
-/* The page's flags say how the service reads: a reader with other
- * settings would read otherwise. */
+/* A reader whose settings differ from the service's would read otherwise
+ * than the page's flags say: refused. */
 START_TEST(test_other_settings_refused)
 {
-	service_page_test_expect.relaxed = true;
-	service_page_test_judged("mode");
-	service_page_test_setup();
 	service_page_test_expect.force = true;
 	service_page_test_judged("FASTTIME_FORCE");
 	service_page_test_setup();
 	service_page_test_expect.hidden_hwcaps = CPU_HWCAP_RDTSCP;
 	service_page_test_judged("hides");
-	service_page_test_setup();
-	service_page_test_page.shared.api_flags |= CLOCK_MODE_RELAXED;
-	service_page_test_header()->relaxed = 1;
+}
+END_TEST
+
+/* One page serves readers of both modes, each by its own mode's flags: a
+ * relaxed reader is served as an ordered one is, and judged by the relaxed
+ * word (its rseq, its start), not the ordered one. */
+START_TEST(test_both_modes_served)
+{
+	uint32_t *flags = service_page_test_page.shared.api_flags;
+
+	flags[TABLE_MODE_RELAXED] = CLOCK_MODE_RELAXED | (1u << CLOCK_MONOTONIC);
+	service_page_test_expect.relaxed = false;
+	service_page_test_judged(NULL);
 	service_page_test_expect.relaxed = true;
+	service_page_test_judged(NULL);
+
+	/* The relaxed word reads the CPU id from rseq: a relaxed reader
+	 * without rseq is refused, an ordered one (rdtscp) is not. */
 	service_page_test_expect.rseq_registered = false;
 	service_page_test_judged("rseq");
+	service_page_test_expect.relaxed = false;
+	service_page_test_judged(NULL);
+	/* Where the service itself read the CPU id by getcpu, it serves. */
+	flags[TABLE_MODE_RELAXED] |= CLOCK_CPU_GETCPU;
+	service_page_test_expect.relaxed = true;
+	service_page_test_judged(NULL);
+
+	/* An ordered word read with lfence and rseq refuses an ordered reader
+	 * without rseq, and leaves the relaxed one alone. */
+	service_page_test_setup();
+	flags[TABLE_MODE_RELAXED] = CLOCK_MODE_RELAXED | CLOCK_CPU_GETCPU;
+	flags[TABLE_MODE_ORDERED] |= CLOCK_READ_LFENCE;
+	service_page_test_expect.rseq_registered = false;
+	service_page_test_judged("rseq");
+	service_page_test_expect.relaxed = true;
+	service_page_test_judged(NULL);
+
+	/* A start still due is judged in the reader's own word. */
+	service_page_test_setup();
+	flags[TABLE_MODE_RELAXED] = CLOCK_MODE_RELAXED | CLOCK_START_PENDING;
+	service_page_test_expect.relaxed = true;
+	service_page_test_judged("not started");
+	service_page_test_expect.relaxed = false;
+	service_page_test_judged(NULL);
+}
+END_TEST
+
+/* A page an older service wrote (version 2, which carried one mode and
+ * one flags word) is refused, and the refusal says so. */
+START_TEST(test_old_version_refused)
+{
+	service_page_test_header()->version = 2;
+	service_page_test_judged("another version");
+	service_page_test_expect.relaxed = true;
+	service_page_test_judged("another version");
 }
 END_TEST
 
 START_TEST(test_unstarted_or_stale_refused)
 {
-	service_page_test_page.shared.api_flags |= CLOCK_START_PENDING;
+	service_page_test_page.shared.api_flags[TABLE_MODE_ORDERED] |= CLOCK_START_PENDING;
 	service_page_test_judged("not started");
 	service_page_test_setup();
 	service_page_test_page.shared.valid_ticks = 0;
@@ -214,12 +264,12 @@ START_TEST(test_other_clock_refused)
 	/* A namespace that moves only CLOCK_BOOTTIME: caught where the page
 	 * answers that clock. */
 	service_page_test_setup();
-	service_page_test_page.shared.api_flags |= 1u << CLOCK_BOOTTIME;
+	service_page_test_page.shared.api_flags[TABLE_MODE_ORDERED] |= 1u << CLOCK_BOOTTIME;
 	service_page_test_page.shared.offset_ns[CLOCK_OFFSET_BOOTTIME] =
 	    service_page_test_boottime_offset() + 86400000000000ull;
 	service_page_test_judged("CLOCK_BOOTTIME");
 	service_page_test_setup();
-	service_page_test_page.shared.api_flags |= 1u << CLOCK_BOOTTIME;
+	service_page_test_page.shared.api_flags[TABLE_MODE_ORDERED] |= 1u << CLOCK_BOOTTIME;
 	service_page_test_page.shared.offset_ns[CLOCK_OFFSET_BOOTTIME] =
 	    service_page_test_boottime_offset();
 	service_page_test_judged(NULL);
@@ -230,6 +280,40 @@ START_TEST(test_other_clock_refused)
 	service_page_test_expect.time_ns_device = 1;
 	service_page_test_expect.time_ns_inode = 2;
 	service_page_test_judged("another time namespace");
+	/* Where one side cannot tell its namespace (no /proc, no pidfd's way
+	 * to it), the reader may be in another: refused either way. */
+	service_page_test_setup();
+	service_page_test_header()->time_ns_inode = 1;
+	service_page_test_expect.time_ns_device = 0;
+	service_page_test_expect.time_ns_inode = 0;
+	service_page_test_judged("cannot tell its time namespace");
+	service_page_test_setup();
+	service_page_test_header()->time_ns_device = 0;
+	service_page_test_header()->time_ns_inode = 0;
+	service_page_test_expect.time_ns_inode = 1;
+	service_page_test_judged("could not tell its time namespace");
+}
+END_TEST
+
+/* Every CPU's line is judged, not only the one the reader runs on: the
+ * counters are one clock, and a line an hour off on a CPU the reader runs
+ * on later would answer an hour off there. The last CPU the test gives a
+ * line is one this process does not run on (below 64 CPUs). */
+START_TEST(test_other_cpu_line_refused)
+{
+	const uint32_t other = SERVICE_PAGE_TEST_CPUS - 1;
+	struct calib_line raw = service_page_test_line_of(CLOCK_MONOTONIC_RAW);
+
+	service_page_test_page.records[other].offset += 3600000000000ull;
+	service_page_test_judged("another CPU's line disagrees");
+	service_page_test_setup();
+	service_page_test_page.shared.api_flags[TABLE_MODE_ORDERED] |= CLOCK_API_MONOTONIC_RAW;
+	for (uint32_t cpu = 0; cpu < SERVICE_PAGE_TEST_CPUS; cpu++)
+		service_page_test_page.raw_records[cpu] =
+		    (struct table_record){ .mult = raw.mult, .offset = raw.offset };
+	service_page_test_judged(NULL);
+	service_page_test_page.raw_records[other].offset -= 3600000000000ull;
+	service_page_test_judged("CLOCK_MONOTONIC_RAW line disagrees");
 }
 END_TEST
 
@@ -243,7 +327,7 @@ START_TEST(test_raw_lines_judged)
 	struct calib_line raw = service_page_test_line_of(CLOCK_MONOTONIC_RAW);
 	struct table_shared *shared = &service_page_test_page.shared;
 
-	shared->api_flags |= CLOCK_API_MONOTONIC_RAW;
+	shared->api_flags[TABLE_MODE_ORDERED] |= CLOCK_API_MONOTONIC_RAW;
 	service_page_test_judged(NULL);
 	for (uint32_t cpu = 0; cpu < SERVICE_PAGE_TEST_CPUS; cpu++) {
 		service_page_test_page.raw_records[cpu].mult = raw.mult;
@@ -253,9 +337,9 @@ START_TEST(test_raw_lines_judged)
 	for (uint32_t cpu = 0; cpu < SERVICE_PAGE_TEST_CPUS; cpu++)
 		service_page_test_page.raw_records[cpu].offset += 1000000000ull;
 	service_page_test_judged("CLOCK_MONOTONIC_RAW");
-	shared->api_flags &= ~(uint32_t)CLOCK_API_MONOTONIC_RAW;
+	shared->api_flags[TABLE_MODE_ORDERED] &= ~(uint32_t)CLOCK_API_MONOTONIC_RAW;
 	service_page_test_judged(NULL);
-	shared->api_flags |= CLOCK_API_MONOTONIC_RAW;
+	shared->api_flags[TABLE_MODE_ORDERED] |= CLOCK_API_MONOTONIC_RAW;
 	for (uint32_t cpu = 0; cpu < SERVICE_PAGE_TEST_CPUS; cpu++)
 		service_page_test_page.raw_records[cpu].offset -= 1000000000ull;
 	service_page_test_page.raw_records[SERVICE_PAGE_TEST_CPUS + 1].mult = 1000;
@@ -331,6 +415,25 @@ START_TEST(test_file_checks)
 	ck_assert_msg(geteuid() == 0 ? refused == NULL
 				     : refused != NULL && strstr(refused, "another user") != NULL,
 		      "another user's: %s", refused != NULL ? refused : "served");
+	/* An owner this user namespace does not map shows as the overflow
+	 * uid: never trusted, even by a reader running as that uid. */
+	{
+		struct stat st = { .st_mode = S_IFREG | 0644,
+				   .st_uid = SERVICE_PAGE_OVERFLOW_UID,
+				   .st_size = SERVICE_PAGE_SIZE };
+
+		service_page_test_expect.uid = SERVICE_PAGE_OVERFLOW_UID;
+		refused = service_page_judge_file(&st, &service_page_test_expect);
+		ck_assert_msg(refused != NULL && strstr(refused, "overflow uid") != NULL,
+			      "an unmapped owner: %s", refused != NULL ? refused : "served");
+		st.st_uid = 0;
+		refused = service_page_judge_file(&st, &service_page_test_expect);
+		ck_assert_msg(refused == NULL, "root's: %s", refused);
+		st.st_uid = 1234;
+		service_page_test_expect.uid = 1234;
+		refused = service_page_judge_file(&st, &service_page_test_expect);
+		ck_assert_msg(refused == NULL, "the reader's own: %s", refused);
+	}
 	service_page_look_at("/tmp", &service_page_test_expect, false, &look);
 	ck_assert_msg(look.refused != NULL && strstr(look.refused, "regular") != NULL,
 		      "a directory: %s", look.refused != NULL ? look.refused : "served");
@@ -349,11 +452,14 @@ Suite *suite_service_page(void)
 	tcase_add_test(tc, test_fresh_page_serves);
 	tcase_add_test(tc, test_header_refused);
 	tcase_add_test(tc, test_other_settings_refused);
+	tcase_add_test(tc, test_both_modes_served);
+	tcase_add_test(tc, test_old_version_refused);
 	tcase_add_test(tc, test_unstarted_or_stale_refused);
 	tcase_add_test(tc, test_absurd_lines_refused);
 	tcase_add_test(tc, test_other_clock_refused);
 	tcase_add_test(tc, test_uncovered_cpu_refused);
 	tcase_add_test(tc, test_raw_lines_judged);
+	tcase_add_test(tc, test_other_cpu_line_refused);
 	tcase_add_test(tc, test_file_checks);
 	suite_add_tcase(s, tc);
 	return s;

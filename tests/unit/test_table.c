@@ -114,7 +114,7 @@ END_TEST
 START_TEST(test_table_validity)
 {
 	table_page.shared.offset_ns[CLOCK_OFFSET_REALTIME] = 1234567;
-	table_page.shared.api_flags = 0x13;
+	table_page.shared.api_flags[TABLE_MODE_ORDERED] = 0x13;
 	table_set_validity(1000, 2000);
 	ck_assert_uint_eq(table_page.shared.valid_from_tsc, 1000);
 	ck_assert_uint_eq(table_page.shared.valid_ticks, 2000);
@@ -125,7 +125,7 @@ START_TEST(test_table_validity)
 	ck_assert_uint_eq(table_page.shared.valid_from_tsc, 0);
 	ck_assert_uint_eq(table_page.shared.valid_ticks, UINT64_MAX);
 	ck_assert_uint_eq(table_page.shared.offset_ns[CLOCK_OFFSET_REALTIME], 1234567);
-	ck_assert_uint_eq(table_page.shared.api_flags, 0x13);
+	ck_assert_uint_eq(table_page.shared.api_flags[TABLE_MODE_ORDERED], 0x13);
 }
 END_TEST
 

@@ -15,5 +15,6 @@ Suite *suite_cpu(void);
 Suite *suite_evidence(void);
 Suite *suite_watch(void);
 Suite *suite_service_page(void);
+Suite *suite_service_notify(void);
 
 #endif
