@@ -18,9 +18,12 @@
  * preloaded library: --startup times the library's start from the first
  * time call (from its FASTTIME_DEBUG lines), --idle calls the clock once and
  * sleeps, measuring the refresh thread's CPU time and the process's memory.
+ * --spawn runs other processes under the library and under one that does
+ * nothing, and times their starts and forks.
  *
  * This file reads the options and hands over: bench_measure measures,
- * bench_report prints, bench_startup and bench_idle are the two modes;
+ * bench_report prints, bench_startup, bench_idle and bench_spawn are the
+ * other modes;
  * bench_library, bench_libc and bench_proc serve them. */
 #include "config.h"
 
@@ -37,12 +40,13 @@
 #include "bench_library.h"
 #include "bench_measure.h"
 #include "bench_report.h"
+#include "bench_spawn.h"
 #include "bench_startup.h"
 #include "cpu.h"
 #include "debug.h"
 #include "settings.h"
 
-struct bench_options bench_options = { .seconds = 3.0, .threads = 1 };
+struct bench_options bench_options = { .seconds = 3.0, .threads = 1, .rounds = 20 };
 
 /* The usage text, on stdout for --help and on stderr after a bad option. */
 static void bench_usage(FILE *out)
@@ -51,6 +55,8 @@ static void bench_usage(FILE *out)
 		     "                      [--trace FILE] [--after-fork S]\n"
 		     "       fasttime --debug fasttime-bench --startup [--csv]\n"
 		     "       fasttime fasttime-bench --idle S [--csv]\n"
+		     "       fasttime-bench --spawn [--rounds R] [--library PATH] [--empty PATH] "
+		     "[--csv]\n"
 		     "Measures clock_gettime (MONOTONIC, REALTIME, BOOTTIME, TAI, MONOTONIC_RAW),\n"
 		     "gettimeofday, time and timespec_get from libc and from the TSC (ordered and\n"
 		     "relaxed) in one run, with a bare rdtsc and a bare rdtscp loop in the same\n"
@@ -73,7 +79,17 @@ static void bench_usage(FILE *out)
 		     "  --idle S     call clock_gettime once, let the library's first short\n"
 		     "               intervals pass, then sleep about S seconds (whole refresh\n"
 		     "               intervals) and report the refresh thread's CPU time over\n"
-		     "               them, the process's resident memory and the thread's stack\n");
+		     "               them, the process's resident memory and the thread's stack\n"
+		     "  --spawn      time what the library adds to processes that never read the\n"
+		     "               clock, against a preloaded library that does nothing, in R\n"
+		     "               rounds (default 20) alternating the two: each round spawns\n"
+		     "               /bin/true 50 times preloaded, forks 100 times in a preloaded\n"
+		     "               parent (this program again, with --fork-loop), and runs\n"
+		     "               sh -c 'for i in $(seq 25); do /bin/true; done' preloaded\n"
+		     "               twice\n"
+		     "  --library PATH, --empty PATH  the two libraries of --spawn (default: the\n"
+		     "               build tree's, else the installed libfasttime.so and\n"
+		     "               fasttime-bench-empty.so)\n");
 }
 
 /* A number of seconds above 0 and up to max into *out; false, with a
@@ -109,6 +125,11 @@ static bool bench_parse(int argc, char **argv)
 		{ "startup", no_argument, NULL, 'u' },
 		{ "idle", required_argument, NULL, 'i' },
 		{ "after-fork", required_argument, NULL, 'f' },
+		{ "spawn", no_argument, NULL, 'p' },
+		{ "rounds", required_argument, NULL, 'R' },
+		{ "library", required_argument, NULL, 'L' },
+		{ "empty", required_argument, NULL, 'E' },
+		{ "fork-loop", required_argument, NULL, 'F' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -141,6 +162,24 @@ static bool bench_parse(int argc, char **argv)
 						 &bench_options.after_fork))
 				return false;
 			break;
+		case 'R':
+		case 'F': {
+			unsigned long n = strtoul(optarg, &end, 10);
+			if (*optarg < '0' || *optarg > '9' || *end || n < 1 || n > 100000) {
+				fprintf(stderr,
+					"fasttime-bench: --%s wants 1 to 100000, not '%s'\n",
+					opt == 'R' ? "rounds" : "fork-loop", optarg);
+				return false;
+			}
+			if (opt == 'R')
+				bench_options.rounds = (unsigned)n;
+			else
+				bench_options.fork_loop = (unsigned)n;
+			break;
+		}
+		case 'L': bench_options.library = optarg; break;
+		case 'E': bench_options.empty = optarg; break;
+		case 'p': bench_options.spawn = true; break;
 		case 'u': bench_options.startup = true; break;
 		case 'y': bench_options.symbols = true; break;
 		case 'c': bench_options.csv = true; break;
@@ -164,6 +203,18 @@ static bool bench_parse(int argc, char **argv)
 	}
 	if (bench_options.startup && bench_options.idle > 0) {
 		fprintf(stderr, "fasttime-bench: --startup and --idle cannot be combined\n");
+		return false;
+	}
+	if (bench_options.spawn && (bench_options.startup || bench_options.idle > 0 ||
+				    bench_options.symbols || bench_options.trace != NULL ||
+				    bench_options.threads != 1 || bench_options.fork_loop > 0)) {
+		fprintf(stderr, "fasttime-bench: --spawn takes only --rounds, --library, --empty "
+				"and --csv\n");
+		return false;
+	}
+	if (!bench_options.spawn &&
+	    (bench_options.library != NULL || bench_options.empty != NULL)) {
+		fprintf(stderr, "fasttime-bench: --library and --empty are --spawn's\n");
 		return false;
 	}
 	return true;
@@ -199,6 +250,10 @@ int main(int argc, char **argv)
 		return bench_startup_run();
 	if (bench_options.idle > 0)
 		return bench_idle_run();
+	if (bench_options.spawn)
+		return bench_spawn_run();
+	if (bench_options.fork_loop > 0)
+		return bench_spawn_fork_loop(bench_options.fork_loop);
 	if (bench_options.trace != NULL) {
 		trace_file = fopen(bench_options.trace, "w");
 		if (trace_file == NULL) {

@@ -5,18 +5,23 @@
 #include "cpu.h"
 
 #include <cpuid.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
 #include <stddef.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
+
+#include "raw_syscall.h"
+#include "start_data.h"
 
 #ifdef HAVE_SYS_RSEQ_H
 #include <sys/rseq.h>
 #endif
 
-long cpu_rseq_cpu_id_offset;
-uint32_t cpu_hidden_hwcaps;
+long cpu_rseq_cpu_id_offset START_DATA;
+uint32_t cpu_hidden_hwcaps START_DATA;
 
 const char *const cpu_hwcap_names[] = { "rdtscp", "rseq", "invariant_tsc", "lfence_serializing",
 					NULL };
@@ -82,16 +87,22 @@ void cpu_probe_instructions(struct cpu_facts *facts)
 		facts->lfence_serializing = false;
 }
 
-/* Reads a small sysfs file into buf without stdio (no allocation). */
+/* Reads a small sysfs file into buf without stdio (no allocation), by the
+ * system calls themselves: in the constructor of every process, libc's
+ * wrappers would each cost a symbol lookup. */
 static bool cpu_read_small_file(const char *path, char *buf, size_t size)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int saved_errno = errno;
+	int fd = (int)raw_syscall(SYS_openat, AT_FDCWD, (long)path, O_RDONLY | O_CLOEXEC, 0, 0, 0);
 	ssize_t n;
 
-	if (fd < 0)
+	if (fd < 0) {
+		errno = saved_errno;
 		return false;
-	n = read(fd, buf, size - 1);
-	close(fd);
+	}
+	n = (ssize_t)raw_syscall(SYS_read, fd, (long)buf, (long)(size - 1), 0, 0, 0);
+	raw_syscall(SYS_close, fd, 0, 0, 0, 0, 0);
+	errno = saved_errno;
 	if (n <= 0)
 		return false;
 	buf[n] = '\0';

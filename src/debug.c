@@ -10,7 +10,9 @@
 #include <string.h>
 #include <unistd.h>
 
-bool debug_enabled;
+#include "start_data.h"
+
+bool debug_enabled START_DATA;
 
 void debug_write_line(const char *line)
 {

@@ -50,15 +50,15 @@ static void preload_after_fork_in_child(void)
 
 /* Cheap facts only: no thread, no waiting, no CPUID (under a hypervisor
  * each one is a VM exit) and no symbol lookup: all of that is paid by every
- * process start, even one that never reads the clock. Two system calls of
- * well under a microsecond: getpid (whose process the library's memory is)
- * and prctl(PR_GET_SECCOMP) (sandbox.h). The files, the kernel's
- * clocksource and a calibration service's page, are read here: before
- * main() no descriptor of the program's can be taken or closed under us
- * (verdict_read_kernel, service_page_find). A page that serves is mapped
- * over the table, and then no thread of ours runs in the process. libc's
- * functions are looked up by the first call that needs one; the refresh
- * thread checks the processor when it starts. */
+ * process start, even one that never reads the clock, as is every page it
+ * touches (start_data.h). One system call of well under a microsecond,
+ * prctl(PR_GET_SECCOMP) (sandbox.h). The files, a calibration service's
+ * page and, where none serves, the kernel's clocksource, are read here:
+ * before main() no descriptor of the program's can be taken or closed
+ * under us (service_page_find, verdict_read_kernel). A page that serves is
+ * mapped over the table, and then no thread of ours runs in the process.
+ * libc's functions are looked up by the first call that needs one; the
+ * refresh thread checks the processor when it starts. */
 __attribute__((constructor)) static void preload_init(void)
 {
 	struct settings settings;
@@ -77,8 +77,11 @@ __attribute__((constructor)) static void preload_init(void)
 		/* Before the program can install a filter of its own. */
 		sandbox_record();
 		pthread_atfork(NULL, NULL, preload_after_fork_in_child);
-		verdict_read_kernel();
 		served = service_page_find(&settings, rseq_registered, true, page, &look);
+		/* A served process, the common one where a service runs, reads
+		 * it only if it ever leaves the page. */
+		if (!served)
+			verdict_read_kernel();
 	}
 	if (served) {
 		debug_log("calibration served by the page %s (service pid %d): no thread", page,

@@ -54,10 +54,16 @@ static struct refresh_life {
 	 * to stop. The thread sleeps on this word (a futex), so a stop wakes
 	 * it. */
 	uint32_t stop_word;
-	/* The process the library's memory belongs to: the constructor's,
-	 * then each fork child's. A vfork child shares the memory and is not
-	 * it. */
+	/* The process the library's memory belongs to, taken when it starts
+	 * its thread, and by a fork child of a process that had started one.
+	 * A vfork child shares the memory and is not it. 0 while no thread was
+	 * ever started here: there is none to stop, and a stop for good
+	 * (a seccomp filter) turns the library off in whichever process asks,
+	 * a vfork child's parent included, which then answers with libc. */
 	pid_t owner_pid;
+	/* A thread was started in this memory once: a fork child has
+	 * something of it to reset. */
+	bool started;
 	/* Shared with the tools' calibration (refresh_recorded_settings). */
 	struct refresh_settings settings;
 	/* A served process that installed a seccomp filter: it never leaves
@@ -86,7 +92,6 @@ void refresh_take_settings(const struct settings *settings)
 	refresh.settings.both_modes = false;
 	api_choice_for_both_modes(false);
 	table_set_mode(settings->relaxed);
-	refresh.owner_pid = getpid();
 }
 
 void refresh_serve_both_modes(void)
@@ -318,6 +323,9 @@ void refresh_start(void)
 	}
 	table_set_start_pending(false);
 	__atomic_store_n(&refresh.stop_word, 0, __ATOMIC_RELEASE);
+	/* Before the thread exists: whoever stops it asks whose it is. */
+	refresh.owner_pid = getpid();
+	__atomic_store_n(&refresh.started, true, __ATOMIC_RELAXED);
 	/* The host's signals must never land on our thread: it starts with all
 	 * of them blocked. */
 	sigfillset(&all);
@@ -425,7 +433,8 @@ enum refresh_stopped refresh_stop(enum refresh_stop_kind kind)
 
 	if (state == REFRESH_SERVED && kind == REFRESH_STOP_FOR_GOOD)
 		refresh.served_under_filter = true;
-	if (state == REFRESH_OFF || state == REFRESH_SERVED || getpid() != refresh.owner_pid) {
+	if (state == REFRESH_OFF || state == REFRESH_SERVED ||
+	    (refresh.owner_pid != 0 && getpid() != refresh.owner_pid)) {
 		errno = saved_errno;
 		return REFRESH_STOPPED_NONE;
 	}
@@ -492,6 +501,14 @@ void refresh_after_fork_in_child(void)
 		table_set_validity(0, 0);
 	}
 	round_after_fork();
+	/* A parent that never started a thread (a process that never read
+	 * the clock, or reads it only through libc) left nothing to reset:
+	 * the child writes nothing, for every page it writes is copied, and
+	 * most children only exec or exit. Its thread, if it ever starts
+	 * one, takes the process as its own then (refresh_start). */
+	if (!__atomic_load_n(&refresh.started, __ATOMIC_RELAXED) && state != REFRESH_RUNNING &&
+	    state != REFRESH_STARTING && state != REFRESH_STOPPING)
+		return;
 	/* The thread, stopping or not, stayed in the parent: nothing here to
 	 * join, or to tell to stop. */
 	refresh.owner_pid = getpid();

@@ -17,6 +17,7 @@
 #include "service_page.h"
 #include "signal_guard.h"
 #include "table.h"
+#include "verdict.h"
 
 /* Straight to SERVED, never through IDLE: a thread made by an earlier
  * constructor may already read the clock, and must not start ours. */
@@ -38,6 +39,9 @@ bool refresh_leave_service(const char *why, bool only_if_abandoned)
 		errno = saved_errno;
 		return false;
 	}
+	/* Its own thread will judge the clocksource, which a process served
+	 * from its start has not read. */
+	verdict_read_kernel();
 	/* From now on handlers are counted again; those installed while served
 	 * are foreign to the guard, which looks for them before a start. */
 	signal_guard_set_pass_through(false);

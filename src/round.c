@@ -17,14 +17,16 @@
 #include "placement.h"
 #include "raw_lines.h"
 #include "sandwich.h"
+#include "start_data.h"
 #include "table.h"
 #include "verdict.h"
 
 /* One round's samples, taken before any line moves (too large for the
  * thread's stack on machines with thousands of CPUs). */
 static struct calib_sample round_samples[CPU_MAX_CPUS];
-/* Set while a round runs: a fork child of a round resets what it touched. */
-static bool round_in_progress;
+/* Set while a round runs: a fork child of a round resets what it touched.
+ * Every fork child reads it. */
+static bool round_in_progress START_DATA;
 
 void round_after_fork(void)
 {

@@ -7,15 +7,21 @@
 #include <errno.h>
 #include <linux/seccomp.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
+
+#include "raw_syscall.h"
 
 /* What prctl(PR_GET_SECCOMP) said in the constructor: SECCOMP_MODE_DISABLED,
  * SECCOMP_MODE_FILTER (inherited across exec), or -1 (a kernel without
  * seccomp, or never recorded: the tools). */
 static int sandbox_mode_at_start = -1;
 
+/* By the system call itself: the program's prctl is the library's own
+ * interposer (preload_sandbox.c), whose first call looks libc's up with
+ * dlsym, a cost every process start would pay in the constructor. */
 static int sandbox_mode_now(void)
 {
-	int saved_errno = errno, mode = prctl(PR_GET_SECCOMP, 0, 0, 0, 0);
+	int saved_errno = errno, mode = (int)raw_syscall(SYS_prctl, PR_GET_SECCOMP, 0, 0, 0, 0, 0);
 
 	errno = saved_errno;
 	return mode;

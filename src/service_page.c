@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -21,6 +22,7 @@
 #include "cpu.h"
 #include "debug.h"
 #include "raw_syscall.h"
+#include "start_data.h"
 
 /* A served process's TSC rate (a line's slope), kept when it maps the
  * page: how long the page has been stale is told in ns even where the
@@ -33,6 +35,11 @@ uint64_t service_page_rate;
 static char service_page_served_path[PATH_MAX];
 static dev_t service_page_served_device;
 static ino_t service_page_served_inode;
+/* The time namespace the serving page's header names (0: none named), kept
+ * at its attach: a fork child compares its own with it without reading the
+ * page (service_page_same_time_namespace). */
+static uint64_t service_page_served_time_ns_device START_DATA;
+static uint64_t service_page_served_time_ns_inode START_DATA;
 static struct service_page_expect service_page_served_expect;
 /* When the next look may be, in TSC ticks. */
 static uint64_t service_page_next_look_tsc;
@@ -88,6 +95,9 @@ static bool service_page_time_namespace_by_pidfd(struct stat *st)
 
 void service_page_time_namespace(uint64_t *device, uint64_t *inode)
 {
+	/* By the system call itself: every served fork child runs this, and
+	 * each page of libc's code it touched would be a page fault of the
+	 * child's own. */
 	struct stat st;
 
 	*device = 0;
@@ -126,16 +136,6 @@ bool service_page_user_path(char path[PATH_MAX])
 	return written > 0 && written < PATH_MAX;
 }
 
-unsigned service_page_default_paths(uid_t uid, char paths[2][PATH_MAX])
-{
-	unsigned count = 0;
-
-	snprintf(paths[count++], PATH_MAX, "%s", SERVICE_PAGE_SYSTEM_PATH);
-	if (uid != 0 && service_page_user_path(paths[count]))
-		count++;
-	return count;
-}
-
 /* How long a page taken up in the process's run waits for readers writing
  * the table: far beyond a write's few instructions, unless the writer was
  * preempted or stopped (the page is looked at again later). */
@@ -152,6 +152,7 @@ static const char *service_page_attach(const struct table_page *view, const stru
 				       uint64_t rate)
 {
 	bool again = __atomic_load_n(&table_read_only, __ATOMIC_ACQUIRE);
+	const struct service_page_header *header;
 	size_t length = strlen(path);
 
 	if (length >= sizeof service_page_served_path)
@@ -183,6 +184,10 @@ static const char *service_page_attach(const struct table_page *view, const stru
 	service_page_served_device = st->st_dev;
 	service_page_served_inode = st->st_ino;
 	service_page_served_expect = *expect;
+	/* The view is the table now. */
+	header = (const struct service_page_header *)table_page.header;
+	service_page_served_time_ns_device = header->time_ns_device;
+	service_page_served_time_ns_inode = header->time_ns_inode;
 	return NULL;
 }
 
@@ -196,10 +201,6 @@ void service_page_look_at(const char *path, const struct service_page_expect *ex
 	int fd;
 
 	memset(look, 0, sizeof *look);
-	if (sysconf(_SC_PAGESIZE) != TABLE_PAGE_ALIGN) {
-		look->refused = "this machine's pages are not the table's";
-		return;
-	}
 	fd = (int)raw_syscall(SYS_openat, AT_FDCWD, (long)path,
 			      O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK, 0, 0, 0);
 	if (fd < 0) {
@@ -207,8 +208,21 @@ void service_page_look_at(const char *path, const struct service_page_expect *ex
 		return;
 	}
 	look->found = true;
-	look->refused = service_page_fstat(fd, &st) != 0 ? "cannot be examined"
-							 : service_page_judge_file(&st, expect);
+	/* Once there is a page: where there is none, as in most processes
+	 * of a machine without a service, nothing more is paid. */
+	if (sysconf(_SC_PAGESIZE) != TABLE_PAGE_ALIGN) {
+		look->refused = "this machine's pages are not the table's";
+	} else if (service_page_fstat(fd, &st) != 0) {
+		look->refused = "cannot be examined";
+	} else {
+		/* A secure process (setuid, setgid, file capabilities:
+		 * AT_SECURE) was started by a user who must not choose its
+		 * time: it trusts a page of root's only, even where its
+		 * effective user owns the page. */
+		if (st.st_uid != 0 && getauxval(AT_SECURE) != 0)
+			here.uid = 0;
+		look->refused = service_page_judge_file(&st, &here);
+	}
 	view = look->refused != NULL ? MAP_FAILED
 				     : mmap(NULL, SERVICE_PAGE_SIZE, PROT_READ, MAP_SHARED, fd, 0);
 	/* The mapping keeps the file: the descriptor goes at once. */
@@ -238,8 +252,12 @@ bool service_page_find(const struct settings *settings, bool rseq_registered, bo
 		       char path[PATH_MAX], struct service_page_look *look)
 {
 	struct service_page_expect expect;
-	char paths[2][PATH_MAX];
-	unsigned count;
+	/* The system's page, then, but for root, the user's. Only the
+	 * user's path needs a buffer: this runs in every process's
+	 * constructor, where each page of stack first touched is a fault. */
+	char user[PATH_MAX];
+	const char *paths[2];
+	unsigned count = 0;
 
 	service_page_expect_from(&expect, settings, rseq_registered);
 	path[0] = '\0';
@@ -248,10 +266,11 @@ bool service_page_find(const struct settings *settings, bool rseq_registered, bo
 	if (settings_page_none(settings))
 		return false;
 	if (settings->page != NULL) {
-		snprintf(paths[0], PATH_MAX, "%s", settings->page);
-		count = 1;
+		paths[count++] = settings->page;
 	} else {
-		count = service_page_default_paths(expect.uid, paths);
+		paths[count++] = SERVICE_PAGE_SYSTEM_PATH;
+		if (expect.uid != 0 && service_page_user_path(user))
+			paths[count++] = user;
 	}
 	for (unsigned i = 0; i < count; i++) {
 		struct service_page_look this;
@@ -260,7 +279,7 @@ bool service_page_find(const struct settings *settings, bool rseq_registered, bo
 		if (!this.found && settings->page == NULL)
 			continue;
 		*look = this;
-		memcpy(path, paths[i], PATH_MAX);
+		snprintf(path, PATH_MAX, "%s", paths[i]);
 		if (this.refused == NULL)
 			return true;
 		debug_log("not served by the page %s: %s", paths[i], this.refused);
@@ -427,17 +446,17 @@ void service_page_after_fork_in_child(void)
 	/* A look or a leave in another thread of the parent (or in this one,
 	 * under a handler) happened whole or not at all for the child's
 	 * mapping: the flag it held is nobody's here. */
-	__atomic_store_n(&service_page_remapping, false, __ATOMIC_RELEASE);
+	if (__atomic_load_n(&service_page_remapping, __ATOMIC_RELAXED))
+		__atomic_store_n(&service_page_remapping, false, __ATOMIC_RELEASE);
 	service_page_rejudge_after_fork_in_child();
 }
 
 bool service_page_same_time_namespace(void)
 {
-	const struct service_page_header *header =
-	    (const struct service_page_header *)table_page.header;
 	uint64_t device, inode;
 
 	service_page_time_namespace(&device, &inode);
-	return header->time_ns_inode == 0 || inode == 0 ||
-	       (header->time_ns_inode == inode && header->time_ns_device == device);
+	return service_page_served_time_ns_inode == 0 || inode == 0 ||
+	       (service_page_served_time_ns_inode == inode &&
+		service_page_served_time_ns_device == device);
 }

@@ -141,11 +141,6 @@ const char *service_page_judge_file(const struct stat *st,
  * absolute XDG_RUNTIME_DIR. */
 bool service_page_user_path(char path[PATH_MAX]);
 
-/* The pages a reader of user uid looks for when FASTTIME_PAGE is not
- * set, in order: the system's, then, but for root, the user's. Returns how
- * many paths were written. */
-unsigned service_page_default_paths(uid_t uid, char paths[2][PATH_MAX]);
-
 /* What a look at a page found: the page's header when it serves. */
 struct service_page_look {
 	bool found;	     /* a file was there */

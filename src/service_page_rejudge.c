@@ -254,7 +254,10 @@ void service_page_rejudge_reset(uint64_t tsc, uint64_t rate)
 
 void service_page_rejudge_after_fork_in_child(void)
 {
-	__atomic_store_n(&service_page_judging, false, __ATOMIC_RELEASE);
+	/* Written only where it is set: a fork child that writes nothing
+	 * copies no page of ours. */
+	if (__atomic_load_n(&service_page_judging, __ATOMIC_RELAXED))
+		__atomic_store_n(&service_page_judging, false, __ATOMIC_RELEASE);
 }
 
 const char *service_page_condemned(void)

@@ -15,6 +15,8 @@
 #include <pthread.h>
 #include <string.h>
 
+#include "start_data.h"
+
 typedef signal_guard_handler (*signal_guard_signal_fn)(int, signal_guard_handler);
 
 /* The installs' own state: the next functions, each signal's current slot
@@ -30,7 +32,7 @@ static struct {
 	/* Each signal's install flag: held by one install at a time. */
 	bool busy[NSIG];
 	bool pass_through;
-} signal_guard_installs;
+} signal_guard_installs START_DATA; /* read by every fork child */
 
 static const char *const signal_guard_names[SIGNAL_GUARD_APIS] = {
 	[SIGNAL_GUARD_SIGNAL] = "signal",
@@ -109,14 +111,19 @@ static void signal_guard_release(int sig)
 	__atomic_store_n(&signal_guard_installs.busy[sig], false, __ATOMIC_RELEASE);
 }
 
-/* Frees, in a fork child, the flags only other threads held. */
+/* Frees, in a fork child, the flags only other threads held. A flag that
+ * is already right is not written: the child's first write to a page
+ * copies it, and a child that only execs or exits should copy none. */
 void signal_guard_after_fork_in_child(void)
 {
 	uint64_t held = signal_guard_thread.held;
 
-	for (int sig = 1; sig < NSIG; sig++)
-		__atomic_store_n(&signal_guard_installs.busy[sig],
-				 (held & signal_guard_bit(sig)) != 0, __ATOMIC_RELAXED);
+	for (int sig = 1; sig < NSIG; sig++) {
+		bool busy = (held & signal_guard_bit(sig)) != 0;
+
+		if (__atomic_load_n(&signal_guard_installs.busy[sig], __ATOMIC_RELAXED) != busy)
+			__atomic_store_n(&signal_guard_installs.busy[sig], busy, __ATOMIC_RELAXED);
+	}
 }
 
 /* What an install wrote in its slot, to put back if the kernel refused. */

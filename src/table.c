@@ -7,9 +7,15 @@
 #include <time.h>
 
 #include "clock_table.h"
+#include "start_data.h"
 
-struct table_page table_page;
-bool table_read_only;
+/* In a .bss of its own, after the common one (.lbss, which the linker
+ * places last): its page alignment would otherwise align all of .bss to a
+ * page, so that the first .bss page, which crtstuff's destructor reads and
+ * writes at every process exit, were a page of its own (two faults), not
+ * the tail of the .data page the loader writes anyway. */
+struct table_page table_page __attribute__((section(".lbss.fasttime_table")));
+bool table_read_only START_DATA;
 const uint32_t *table_own_flags = &table_page.shared.api_flags[TABLE_MODE_ORDERED];
 /* Aligned, and a whole number of cache lines: the readers' rare writes here
  * never take a line the read path loads. */

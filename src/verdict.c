@@ -9,12 +9,13 @@
 #include "clock.h"
 #include "debug.h"
 #include "evidence.h"
+#include "start_data.h"
 
 struct verdict verdict;
 
 /* The kernel's clocksource, read before main() (verdict_read_kernel). */
-static struct cpu_facts verdict_kernel_facts;
-static bool verdict_kernel_read;
+static struct cpu_facts verdict_kernel_facts START_DATA;
+static bool verdict_kernel_read START_DATA;
 /* The narrowest sandwich of any round so far, and how many rounds in a row
  * have been many times wider (evidence_kernel_clock_slowed). */
 static uint64_t verdict_narrowest_ever_ns;
@@ -24,6 +25,8 @@ void verdict_read_kernel(void)
 {
 	int saved_errno = errno;
 
+	if (verdict_kernel_read)
+		return;
 	cpu_probe_clocksource(&verdict_kernel_facts);
 	verdict_kernel_read = true;
 	errno = saved_errno;

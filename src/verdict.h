@@ -30,11 +30,14 @@ struct verdict {
 /* The verdict on this machine, for the engine and for --info. */
 extern struct verdict verdict;
 
-/* Reads the kernel's clocksource, for the refresh thread to judge when it
- * starts: called by the constructor, before main(), as the one file the
- * library opens. While the program runs, a descriptor of ours could take
- * the number the program expects from its next open, or be closed under
- * it by a program that closes what it does not know. errno is kept. */
+/* Reads the kernel's clocksource, once, for the refresh thread to judge
+ * when it starts: called by the constructor, before main(), as the one file
+ * the library opens. While the program runs, a descriptor of ours could
+ * take the number the program expects from its next open, or be closed
+ * under it by a program that closes what it does not know. A served
+ * process needs it only if it leaves its page for a thread of its own, and
+ * reads it then (refresh_leave_service), as its looks for a new page open
+ * that page. errno is kept. */
 void verdict_read_kernel(void);
 /* The same for the tools, which may read files whenever they like, with
  * everything the kernel says of the counter. */
