@@ -129,6 +129,10 @@ const char *service_page_judge_by_line(const struct table_page *page,
  * reader's user namespace does not map (/proc/sys/kernel/overflowuid
  * says which it is here): never trusted as a page's owner. */
 #define SERVICE_PAGE_OVERFLOW_UID 65534u
+/* One past the highest CPU id the kernel can ever give this process, as
+ * the last judge found it (CPU_MAX_CPUS until then): the judges read the
+ * records below it only. */
+uint32_t service_page_cpu_limit(void);
 struct stat;
 /* NULL when the file st (a page's, as fstat saw it) may serve a reader
  * that expects this: regular, of the page's size, owned by root or the

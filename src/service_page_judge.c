@@ -9,6 +9,7 @@
 #include "service_page.h"
 
 #include <fcntl.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -108,13 +109,14 @@ static bool service_page_line_agrees(const struct table_record *record, clockid_
  * CPUs' counters are one clock, so a line that disagrees would answer
  * wrong on its CPU, whichever CPU the reader runs on now (a second try
  * after a preemption between the reads). */
-static bool service_page_every_line_agrees(const struct table_record *records, clockid_t clock)
+static bool service_page_every_line_agrees(const struct table_record *records, clockid_t clock,
+					   uint32_t cpus)
 {
 	for (unsigned attempt = 0; attempt < 2; attempt++) {
 		struct service_page_bracket bracket = service_page_bracket_now(clock);
 		bool agree = true;
 
-		for (uint32_t cpu = 0; cpu < CPU_MAX_CPUS && agree; cpu++) {
+		for (uint32_t cpu = 0; cpu < cpus && agree; cpu++) {
 			struct calib_line line = table_load_record(&records[cpu]);
 
 			if (line.mult != 0)
@@ -132,17 +134,46 @@ static bool service_page_every_line_agrees(const struct table_record *records, c
  * whole life, where its own thread would calibrate that CPU. A line the
  * service withdrew for a while (a real-time load kept it from the CPU)
  * comes back as it would for the reader's own thread. */
-static const char *service_page_judge_coverage(const struct table_page *page)
+static const char *service_page_judge_coverage(const struct table_page *page,
+					       const unsigned long mask[TABLE_CPU_MASK_WORDS])
 {
-	unsigned long mask[TABLE_CPU_MASK_WORDS] = { 0 };
-	long bytes = raw_syscall(SYS_sched_getaffinity, 0, (long)sizeof mask, (long)mask, 0, 0, 0);
-
-	if (bytes <= 0)
-		return NULL;
 	for (unsigned w = 0; w < TABLE_CPU_MASK_WORDS; w++)
 		if (mask[w] & ~__atomic_load_n(&page->calibrated[w], __ATOMIC_RELAXED))
 			return "a CPU this process may run on is not one the service calibrates";
 	return NULL;
+}
+
+/* The CPU ids the kernel can give this process, now or after any change
+ * of its affinity: below the size of the kernel's CPU masks (its
+ * nr_cpu_ids, rounded up to a word), which sched_getaffinity returns.
+ * Records at or beyond it are never read on the read path, so the judges
+ * leave them unread: each page of the mapping first touched is a fault,
+ * and a judge that read all CPU_MAX_CPUS records of both kinds touched 32
+ * of them at every served process's start. */
+static uint32_t service_page_cpus = CPU_MAX_CPUS;
+
+uint32_t service_page_cpu_limit(void)
+{
+	return __atomic_load_n(&service_page_cpus, __ATOMIC_RELAXED);
+}
+
+/* The reader's affinity into mask (all zero where it cannot be asked), and
+ * the CPU ids the kernel can ever give it (service_page_cpus). */
+static void service_page_read_affinity(unsigned long mask[TABLE_CPU_MASK_WORDS])
+{
+	long bytes;
+
+	/* The kernel writes the words of its own masks only. */
+	memset(mask, 0, TABLE_CPU_MASK_WORDS * sizeof(unsigned long));
+	bytes =
+	    raw_syscall(SYS_sched_getaffinity, 0,
+			(long)(TABLE_CPU_MASK_WORDS * sizeof(unsigned long)), (long)mask, 0, 0, 0);
+	if (bytes <= 0) {
+		memset(mask, 0, TABLE_CPU_MASK_WORDS * sizeof(unsigned long));
+		return;
+	}
+	if ((unsigned long)bytes * 8 < CPU_MAX_CPUS)
+		__atomic_store_n(&service_page_cpus, (uint32_t)bytes * 8, __ATOMIC_RELAXED);
 }
 
 /* Whether offset is clock minus CLOCK_MONOTONIC here, within the
@@ -196,12 +227,15 @@ static const char *service_page_judge_lines(const struct table_page *page,
 					    const struct table_record **line_out)
 {
 	const struct table_record *chosen = NULL;
-	uint32_t here = CPU_MAX_CPUS;
+	unsigned long mask[TABLE_CPU_MASK_WORDS];
+	uint32_t here = CPU_MAX_CPUS, cpus;
 	const char *refused;
 
+	service_page_read_affinity(mask);
+	cpus = service_page_cpu_limit();
 	if (raw_syscall(SYS_getcpu, (long)&here, 0, 0, 0, 0, 0) != 0)
 		here = CPU_MAX_CPUS;
-	for (uint32_t cpu = 0; cpu < CPU_MAX_CPUS; cpu++) {
+	for (uint32_t cpu = 0; cpu < cpus; cpu++) {
 		const struct table_record *record = &page->records[cpu];
 		uint64_t mult = __atomic_load_n(&record->mult, __ATOMIC_RELAXED);
 
@@ -215,13 +249,13 @@ static const char *service_page_judge_lines(const struct table_page *page,
 	if (chosen == NULL)
 		return "no CPU has a line";
 	*line_out = chosen;
-	refused = service_page_judge_coverage(page);
+	refused = service_page_judge_coverage(page, mask);
 	if (refused != NULL)
 		return refused;
 	if (!service_page_line_agrees(chosen, CLOCK_MONOTONIC))
 		return "its lines disagree with this process's CLOCK_MONOTONIC "
 		       "(another boot or another time namespace)";
-	if (!service_page_every_line_agrees(page->records, CLOCK_MONOTONIC))
+	if (!service_page_every_line_agrees(page->records, CLOCK_MONOTONIC, cpus))
 		return "another CPU's line disagrees with this process's CLOCK_MONOTONIC";
 	return NULL;
 }
@@ -235,7 +269,9 @@ static const char *service_page_judge_raw_lines(const struct table_page *page, u
 {
 	if (!(flags & CLOCK_API_MONOTONIC_RAW))
 		return NULL;
-	for (uint32_t other = 0; other < CPU_MAX_CPUS; other++) {
+	uint32_t cpus = service_page_cpu_limit();
+
+	for (uint32_t other = 0; other < cpus; other++) {
 		uint64_t mult = __atomic_load_n(&page->raw_records[other].mult, __ATOMIC_RELAXED);
 
 		if (mult != 0 && mult < SERVICE_PAGE_MIN_MULT)
@@ -244,7 +280,7 @@ static const char *service_page_judge_raw_lines(const struct table_page *page, u
 	if (__atomic_load_n(&page->raw_records[cpu].mult, __ATOMIC_RELAXED) != 0 &&
 	    !service_page_line_agrees(&page->raw_records[cpu], CLOCK_MONOTONIC_RAW))
 		return "its CLOCK_MONOTONIC_RAW lines disagree with this process's";
-	if (!service_page_every_line_agrees(page->raw_records, CLOCK_MONOTONIC_RAW))
+	if (!service_page_every_line_agrees(page->raw_records, CLOCK_MONOTONIC_RAW, cpus))
 		return "another CPU's CLOCK_MONOTONIC_RAW line disagrees with this process's";
 	return NULL;
 }

@@ -88,7 +88,7 @@ static const char *service_page_rejudge_lines(const struct table_record *records
 		uint64_t after = now(id);
 		bool agree = true;
 
-		for (uint32_t cpu = 0; cpu < CPU_MAX_CPUS; cpu++) {
+		for (uint32_t cpu = 0; cpu < service_page_cpu_limit(); cpu++) {
 			struct calib_line line = table_load_record(&records[cpu]);
 
 			if (line.mult == 0)
