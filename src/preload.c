@@ -125,7 +125,9 @@ static void preload_tsc_did_not_answer(void)
 			     0)) {
 		const char *condemned;
 
-		if (service_page_abandoned())
+		if (service_page_time_namespace_foreign())
+			refresh_leave_service("a fork child in another time namespace", false);
+		else if (service_page_abandoned())
 			refresh_leave_service(SERVICE_PAGE_ABANDONED_WHY, true);
 		else if ((condemned = service_page_condemned()) != NULL)
 			refresh_leave_service(condemned, false);

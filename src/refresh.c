@@ -472,8 +472,9 @@ void refresh_after_fork_in_child(void)
 
 	/* A served child is served as its parent was: the page is mapped in
 	 * it too, and nothing here is its own; unless the parent made another
-	 * time namespace for it by a raw system call, no interposer seeing it
-	 * (one stat of /proc, never under a filter). */
+	 * time namespace for it by a raw system call, no interposer seeing it,
+	 * which the child's first time call finds out (no system call here:
+	 * most children only exec or exit). */
 	/* Made while the parent's thread took a page up (its table read-only,
 	 * the process not yet served): served where the page was mapped by
 	 * then (its path is set only once it is); else, unsure whether the
@@ -490,8 +491,6 @@ void refresh_after_fork_in_child(void)
 	}
 	if (state == REFRESH_SERVED) {
 		service_page_after_fork_in_child();
-		if (!refresh.served_under_filter && !service_page_same_time_namespace())
-			refresh_leave_service("a fork child in another time namespace", false);
 		return;
 	}
 	/* The parent's lines tell the time of the parent's namespace: this

@@ -41,6 +41,14 @@ static ino_t service_page_served_inode;
 static uint64_t service_page_served_time_ns_device START_DATA;
 static uint64_t service_page_served_time_ns_inode START_DATA;
 static struct service_page_expect service_page_served_expect;
+/* The process (its id) found in that time namespace: the attaching one, or
+ * a fork child once its first time call has looked
+ * (service_page_time_namespace_checked); a fork child inherits its
+ * parent's id, and so is not, until then. Whether a process was found in
+ * another, and whether a look is under way (taken, never waited for). */
+static pid_t service_page_time_ns_pid;
+static bool service_page_time_ns_foreign;
+static bool service_page_time_ns_checking;
 /* When the next look may be, in TSC ticks. */
 static uint64_t service_page_next_look_tsc;
 /* A page refused at start for being stale, which the refresh thread looks
@@ -188,6 +196,11 @@ static const char *service_page_attach(const struct table_page *view, const stru
 	header = (const struct service_page_header *)table_page.header;
 	service_page_served_time_ns_device = header->time_ns_device;
 	service_page_served_time_ns_inode = header->time_ns_inode;
+	/* Judged for this process's namespace (a look again comes only once
+	 * a fork child has checked its own: service_page_look_again). */
+	__atomic_store_n(&service_page_time_ns_foreign, false, __ATOMIC_RELAXED);
+	__atomic_store_n(&service_page_time_ns_pid,
+			 (pid_t)raw_syscall(SYS_getpid, 0, 0, 0, 0, 0, 0), __ATOMIC_RELEASE);
 	return NULL;
 }
 
@@ -451,10 +464,23 @@ void service_page_after_fork_in_child(void)
 	 * mapping: the flag it held is nobody's here. */
 	if (__atomic_load_n(&service_page_remapping, __ATOMIC_RELAXED))
 		__atomic_store_n(&service_page_remapping, false, __ATOMIC_RELEASE);
+	if (__atomic_load_n(&service_page_time_ns_checking, __ATOMIC_RELAXED))
+		__atomic_store_n(&service_page_time_ns_checking, false, __ATOMIC_RELEASE);
 	service_page_rejudge_after_fork_in_child();
+	/* A child in a new pid namespace may have its parent's id there. */
+	if ((pid_t)raw_syscall(SYS_getpid, 0, 0, 0, 0, 0, 0) ==
+	    __atomic_load_n(&service_page_time_ns_pid, __ATOMIC_RELAXED))
+		__atomic_store_n(&service_page_time_ns_pid, 0, __ATOMIC_RELEASE);
+	/* The forking thread's reads from the page go the careful way until
+	 * the child's time namespace is checked (the thread's TLS sits by
+	 * the thread's control block, which libc's fork writes anyway); any
+	 * thread the child starts begins with a deadline of 0. */
+	clock_thread.judged_until_tsc = 0;
 }
 
-bool service_page_same_time_namespace(void)
+/* Whether this process is in the time namespace the serving page's header
+ * names (or either is unknown). One stat of /proc. */
+static bool service_page_same_time_namespace(void)
 {
 	uint64_t device, inode;
 
@@ -462,4 +488,36 @@ bool service_page_same_time_namespace(void)
 	return service_page_served_time_ns_inode == 0 || inode == 0 ||
 	       (service_page_served_time_ns_inode == inode &&
 		service_page_served_time_ns_device == device);
+}
+
+bool service_page_time_namespace_checked(void)
+{
+	int saved_errno = errno;
+	bool same;
+	pid_t pid;
+
+	if (__atomic_load_n(&service_page_time_ns_foreign, __ATOMIC_ACQUIRE))
+		return false;
+	pid = (pid_t)raw_syscall(SYS_getpid, 0, 0, 0, 0, 0, 0);
+	if (pid == __atomic_load_n(&service_page_time_ns_pid, __ATOMIC_ACQUIRE)) {
+		errno = saved_errno;
+		return true;
+	}
+	if (__atomic_exchange_n(&service_page_time_ns_checking, true, __ATOMIC_ACQ_REL)) {
+		errno = saved_errno;
+		return false;
+	}
+	same = service_page_same_time_namespace();
+	if (same)
+		__atomic_store_n(&service_page_time_ns_pid, pid, __ATOMIC_RELEASE);
+	else
+		__atomic_store_n(&service_page_time_ns_foreign, true, __ATOMIC_RELEASE);
+	__atomic_store_n(&service_page_time_ns_checking, false, __ATOMIC_RELEASE);
+	errno = saved_errno;
+	return same;
+}
+
+bool service_page_time_namespace_foreign(void)
+{
+	return __atomic_load_n(&service_page_time_ns_foreign, __ATOMIC_ACQUIRE);
 }

@@ -226,6 +226,9 @@ bool service_page_rejudge(uint64_t tsc)
 		clock_thread.judged_until_tsc = UINT64_MAX;
 		return true;
 	}
+	/* A fork child's first judgement looks at its time namespace. */
+	if (!refresh_served_under_filter() && !service_page_time_namespace_checked())
+		return false;
 	until = __atomic_load_n(&service_page_judged_until_tsc, __ATOMIC_ACQUIRE);
 	if ((int64_t)(until - tsc) > 0 &&
 	    until - tsc <= service_page_rejudge_ticks(SERVICE_PAGE_REJUDGE_NS, rate)) {
