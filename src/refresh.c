@@ -480,7 +480,7 @@ void refresh_after_fork_in_child(void)
 	 * then (its path is set only once it is); else, unsure whether the
 	 * mapping was made, this child writes nothing and answers with libc. */
 	if (state != REFRESH_SERVED && __atomic_load_n(&table_read_only, __ATOMIC_ACQUIRE)) {
-		service_page_after_fork_in_child();
+		service_page_after_fork_in_child(false);
 		if (service_page_served() != NULL) {
 			signal_guard_set_pass_through(true);
 			refresh_set_state(REFRESH_SERVED);
@@ -490,7 +490,7 @@ void refresh_after_fork_in_child(void)
 		return;
 	}
 	if (state == REFRESH_SERVED) {
-		service_page_after_fork_in_child();
+		service_page_after_fork_in_child(refresh.served_under_filter);
 		return;
 	}
 	/* The parent's lines tell the time of the parent's namespace: this

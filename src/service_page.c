@@ -457,7 +457,7 @@ bool service_page_take_up(void)
 	return served;
 }
 
-void service_page_after_fork_in_child(void)
+void service_page_after_fork_in_child(bool under_filter)
 {
 	/* A look or a leave in another thread of the parent (or in this one,
 	 * under a handler) happened whole or not at all for the child's
@@ -467,9 +467,10 @@ void service_page_after_fork_in_child(void)
 	if (__atomic_load_n(&service_page_time_ns_checking, __ATOMIC_RELAXED))
 		__atomic_store_n(&service_page_time_ns_checking, false, __ATOMIC_RELEASE);
 	service_page_rejudge_after_fork_in_child();
-	/* A child in a new pid namespace may have its parent's id there. */
-	if ((pid_t)raw_syscall(SYS_getpid, 0, 0, 0, 0, 0, 0) ==
-	    __atomic_load_n(&service_page_time_ns_pid, __ATOMIC_RELAXED))
+	/* A child in a new pid namespace may have its parent's id there.
+	 * Under a filter no system call is made, and no namespace checked. */
+	if (!under_filter && (pid_t)raw_syscall(SYS_getpid, 0, 0, 0, 0, 0, 0) ==
+				 __atomic_load_n(&service_page_time_ns_pid, __ATOMIC_RELAXED))
 		__atomic_store_n(&service_page_time_ns_pid, 0, __ATOMIC_RELEASE);
 	/* The forking thread's reads from the page go the careful way until
 	 * the child's time namespace is checked (the thread's TLS sits by

@@ -251,8 +251,9 @@ const char *service_page_served(void);
 
 /* In a fork child: a look or a leave the parent had in progress is
  * nobody's in the child, and the calling thread's next read from the page
- * is judged (its time namespace first: service_page_time_namespace_checked). */
-void service_page_after_fork_in_child(void);
+ * is judged (its time namespace first, unless under_filter, a seccomp filter
+ * of the program's: service_page_time_namespace_checked). */
+void service_page_after_fork_in_child(bool under_filter);
 
 /* The service's side. */
 struct service_page_writer {
