@@ -261,6 +261,19 @@ void service_page_look_at(const char *path, const struct service_page_expect *ex
 	munmap((void *)view, SERVICE_PAGE_SIZE);
 }
 
+/* Copies source, cut at PATH_MAX - 1 bytes, into path: by strlen and
+ * memcpy, whose pages of libc's code a served start touches anyway (a
+ * page of code first run is a page fault of every process). */
+static void service_page_copy_path(char path[PATH_MAX], const char *source)
+{
+	size_t length = strlen(source);
+
+	if (length >= PATH_MAX)
+		length = PATH_MAX - 1;
+	memcpy(path, source, length);
+	path[length] = '\0';
+}
+
 bool service_page_find(const struct settings *settings, bool rseq_registered, bool attach,
 		       char path[PATH_MAX], struct service_page_look *look)
 {
@@ -292,7 +305,7 @@ bool service_page_find(const struct settings *settings, bool rseq_registered, bo
 		if (!this.found && settings->page == NULL)
 			continue;
 		*look = this;
-		snprintf(path, PATH_MAX, "%s", paths[i]);
+		service_page_copy_path(path, paths[i]);
 		if (this.refused == NULL)
 			return true;
 		debug_log("not served by the page %s: %s", paths[i], this.refused);
