@@ -26,28 +26,29 @@
 
 /* A served process's TSC rate (a line's slope), kept when it maps the
  * page: how long the page has been stale is told in ns even where the
- * service has withdrawn every line. */
-uint64_t service_page_rate;
+ * service has withdrawn every line. It and the small variables below that
+ * a served start writes are kept with the start's data (start_data.h). */
+uint64_t service_page_rate START_DATA;
 
 /* Where the page that serves this process was found, which file it was,
  * and what it was judged for: a reader looks there again while its page
  * is stale (service_page_look_again). */
 static char service_page_served_path[PATH_MAX];
-static dev_t service_page_served_device;
-static ino_t service_page_served_inode;
+static dev_t service_page_served_device START_DATA;
+static ino_t service_page_served_inode START_DATA;
 /* The time namespace the serving page's header names (0: none named), kept
  * at its attach: a fork child compares its own with it without reading the
  * page (service_page_same_time_namespace). */
 static uint64_t service_page_served_time_ns_device START_DATA;
 static uint64_t service_page_served_time_ns_inode START_DATA;
-static struct service_page_expect service_page_served_expect;
+static struct service_page_expect service_page_served_expect START_DATA;
 /* The process (its id) found in that time namespace: the attaching one, or
  * a fork child once its first time call has looked
  * (service_page_time_namespace_checked); a fork child inherits its
  * parent's id, and so is not, until then. Whether a process was found in
  * another, and whether a look is under way (taken, never waited for). */
-static pid_t service_page_time_ns_pid;
-static bool service_page_time_ns_foreign;
+static pid_t service_page_time_ns_pid START_DATA;
+static bool service_page_time_ns_foreign START_DATA;
 static bool service_page_time_ns_checking;
 /* When the next look may be, in TSC ticks. */
 static uint64_t service_page_next_look_tsc;
@@ -286,7 +287,8 @@ bool service_page_find(const struct settings *settings, bool rseq_registered, bo
 	unsigned count = 0;
 
 	service_page_expect_from(&expect, settings, rseq_registered);
-	path[0] = '\0';
+	if (path != NULL)
+		path[0] = '\0';
 	memset(look, 0, sizeof *look);
 	look->refused = "no page";
 	if (settings_page_none(settings))
@@ -305,7 +307,8 @@ bool service_page_find(const struct settings *settings, bool rseq_registered, bo
 		if (!this.found && settings->page == NULL)
 			continue;
 		*look = this;
-		service_page_copy_path(path, paths[i]);
+		if (path != NULL)
+			service_page_copy_path(path, paths[i]);
 		if (this.refused == NULL)
 			return true;
 		debug_log("not served by the page %s: %s", paths[i], this.refused);

@@ -163,8 +163,9 @@ void service_page_look_at(const char *path, const struct service_page_expect *ex
  * or the first default one that serves; none when FASTTIME_PAGE is "" or
  * "none". True when one serves (mapped over the table with attach); path
  * is then its path. Otherwise look says why the last page that exists was
- * refused (path is that page's, or empty when none exists). Each refusal
- * is one line under FASTTIME_DEBUG. */
+ * refused (path is that page's, or empty when none exists). path may be
+ * NULL: the serving page's path is service_page_served()'s too. Each
+ * refusal is one line under FASTTIME_DEBUG. */
 bool service_page_find(const struct settings *settings, bool rseq_registered, bool attach,
 		       char path[PATH_MAX], struct service_page_look *look);
 
