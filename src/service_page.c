@@ -223,8 +223,10 @@ void service_page_look_at(const char *path, const struct service_page_expect *ex
 	}
 	look->found = true;
 	/* Once there is a page: where there is none, as in most processes
-	 * of a machine without a service, nothing more is paid. */
-	if (sysconf(_SC_PAGESIZE) != TABLE_PAGE_ALIGN) {
+	 * of a machine without a service, nothing more is paid. The page
+	 * size the loader was given, by getpagesize: sysconf's switch reads a
+	 * page of libc's data that nothing else at start touches. */
+	if ((unsigned long)getpagesize() != TABLE_PAGE_ALIGN) {
 		look->refused = "this machine's pages are not the table's";
 	} else if (service_page_fstat(fd, &st) != 0) {
 		look->refused = "cannot be examined";
