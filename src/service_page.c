@@ -286,7 +286,8 @@ bool service_page_find(const struct settings *settings, bool rseq_registered, bo
 		/* Stale only: fresh again, it serves (service_page_take_up). */
 		if (attach && service_page_awaited_path[0] == '\0' &&
 		    strcmp(this.refused, SERVICE_PAGE_STALE_WHY) == 0) {
-			memcpy(service_page_awaited_path, paths[i], PATH_MAX);
+			/* paths[i] is as long as its string, not PATH_MAX. */
+			snprintf(service_page_awaited_path, PATH_MAX, "%s", paths[i]);
 			service_page_awaited_expect = expect;
 		}
 	}
