@@ -8,6 +8,7 @@
 
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "api_choice.h"
@@ -98,6 +99,75 @@ static void tool_info_print_settings(const struct settings *settings,
 		       report->page_refused);
 	else
 		printf("calibration   own thread (no calibration service's page)\n");
+}
+
+/* A cost as the report prints it, in tenths of a nanosecond: gains are
+ * worked out from the printed figures, so that they add up for a reader
+ * (and agree with fasttime-compare, which works from --format=keys). */
+static long tool_info_tenths(double ns)
+{
+	char printed[32];
+
+	snprintf(printed, sizeof printed, "%.1f", ns);
+	return (long)(strtod(printed, NULL) * 10.0 + 0.5);
+}
+
+/* One mode's cost of a call and what it saves against libc's, or that it
+ * saves nothing. */
+static void tool_info_print_gain(const char *mode, double libc_ns, double fast_ns,
+				 const char *per_call)
+{
+	long libc = tool_info_tenths(libc_ns), fast = tool_info_tenths(fast_ns);
+	long gain = libc - fast;
+
+	printf(" %s %ld.%ld ns (", mode, fast / 10, fast % 10);
+	if (gain > 0)
+		printf("%ld.%ld ns saved%s)", gain / 10, gain % 10, per_call);
+	else if (gain == 0)
+		printf("no gain%s)", per_call);
+	else
+		printf("no gain: %ld.%ld ns lost%s)", -gain / 10, -gain % 10, per_call);
+}
+
+/* In one line, what this machine offers a clock_gettime(CLOCK_MONOTONIC):
+ * the kernel's clock and its cost, the counter's in each mode, and so the
+ * gain to expect per call; worded as fasttime-compare words its "expect"
+ * line, so that the two agree. */
+static void tool_info_print_expect(const struct tool_info_report *report)
+{
+	const char *kernel = tool_info_report_kernel_clock(report);
+	const struct api_cost *ordered = &report->ordered[API_CHOICE_MONOTONIC];
+	const struct api_cost *relaxed = &report->relaxed[API_CHOICE_MONOTONIC];
+	bool has_ordered = report->costs_measured && report->can_order && ordered->fast_ns > 0;
+	bool has_relaxed = report->costs_measured && relaxed->fast_ns > 0;
+	double libc_ns = tool_info_report_libc_ns(report, API_CHOICE_MONOTONIC);
+	char how[128];
+
+	if (kernel == NULL)
+		snprintf(how, sizeof how, "the vDSO or a system call");
+	else
+		snprintf(how, sizeof how, "%s, clocksource %s", kernel, report->facts.clocksource);
+	if (report->unusable != NULL) {
+		printf("expect        no gain here: clock_gettime comes from %s, and fasttime "
+		       "cannot run its fast path (%s)\n",
+		       how, report->unusable);
+		return;
+	}
+	if (!has_ordered && !has_relaxed) {
+		printf("expect        clock_gettime comes from %s here; fasttime --info measured "
+		       "no cost per call\n",
+		       how);
+		return;
+	}
+	printf("expect        clock_gettime(MONOTONIC) %.1f ns from %s; fasttime", libc_ns, how);
+	if (has_ordered)
+		tool_info_print_gain("ordered", libc_ns, ordered->fast_ns, " per call");
+	if (has_ordered && has_relaxed)
+		putchar(',');
+	if (has_relaxed)
+		tool_info_print_gain("relaxed", libc_ns, relaxed->fast_ns,
+				     has_ordered ? "" : " per call");
+	putchar('\n');
 }
 
 /* One line per CPU the library would calibrate (every online CPU this
@@ -233,6 +303,8 @@ int tool_info_run(const struct settings *settings, enum tool_info_format format)
 		fflush(stdout);
 	}
 	tool_info_report_calibrate(&report, cpus);
+	if (report.calibrated)
+		tool_info_report_measure_costs(&report);
 	if (text) {
 		if (report.unusable == NULL)
 			printf("fast path     can run here\n");
@@ -240,10 +312,9 @@ int tool_info_run(const struct settings *settings, enum tool_info_format format)
 			printf("fast path     cannot run here: %s; every call would be answered by "
 			       "libc\n",
 			       report.unusable);
+		tool_info_print_expect(&report);
 		tool_info_print_cpus(&report);
 	}
-	if (report.calibrated)
-		tool_info_report_measure_costs(&report);
 	if (!text) {
 		tool_info_keys_print(&report);
 		return 0;

@@ -145,6 +145,23 @@ double tool_info_report_libc_ns(const struct tool_info_report *report, unsigned 
 	return libc_ns;
 }
 
+const char *tool_info_report_kernel_clock(const struct tool_info_report *report)
+{
+	/* The clocksources whose reading the kernel shares with user space
+	 * through the vDSO; with any other, each call enters the kernel.
+	 * fasttime-compare's "expect" line names the same ones. */
+	static const char *const vdso[] = { "tsc", "kvm-clock", "hyperv_clocksource_tsc_page",
+					    "arch_sys_counter", NULL };
+	const char *source = report->facts.clocksource;
+
+	if (report->facts.clocksource_kind == CPU_CLOCKSOURCE_UNKNOWN)
+		return NULL;
+	for (const char *const *v = vdso; *v != NULL; v++)
+		if (strcmp(source, *v) == 0)
+			return "the vDSO";
+	return "a system call";
+}
+
 uint32_t tool_info_report_reference_cpu(const struct tool_info_report *report)
 {
 	for (unsigned i = 0; report->calibrated && i < report->cpu_count; i++)

@@ -79,5 +79,9 @@ void tool_info_report_cpu_row(const struct tool_info_report *report, uint32_t cp
 			      uint64_t tsc, struct tool_info_cpu_row *row);
 /* libc's cost of entry point a: the cheaper of its two measurements. */
 double tool_info_report_libc_ns(const struct tool_info_report *report, unsigned a);
+/* Where clock_gettime finds the kernel's clock here, as the clocksource
+ * decides: "the vDSO" or "a system call"; NULL where the clocksource is
+ * not known. */
+const char *tool_info_report_kernel_clock(const struct tool_info_report *report);
 
 #endif
