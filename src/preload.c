@@ -64,7 +64,6 @@ __attribute__((constructor)) static void preload_init(void)
 	struct settings settings;
 	struct service_page_look look;
 	bool rseq_registered, served = false;
-	char page[PATH_MAX];
 
 	settings_load(&settings, settings_secure_getenv, debug_write_line);
 	if (&fasttime_service_process != NULL)
@@ -77,15 +76,17 @@ __attribute__((constructor)) static void preload_init(void)
 		/* Before the program can install a filter of its own. */
 		sandbox_record();
 		pthread_atfork(NULL, NULL, preload_after_fork_in_child);
-		served = service_page_find(&settings, rseq_registered, true, page, &look);
+		/* No buffer for the path here: each page of stack first touched
+		 * is a page fault of every process start. */
+		served = service_page_find(&settings, rseq_registered, true, NULL, &look);
 		/* A served process, the common one where a service runs, reads
 		 * it only if it ever leaves the page. */
 		if (!served)
 			verdict_read_kernel();
 	}
 	if (served) {
-		debug_log("calibration served by the page %s (service pid %d): no thread", page,
-			  (int)look.header.service_pid);
+		debug_log("calibration served by the page %s (service pid %d): no thread",
+			  service_page_served(), (int)look.header.service_pid);
 		refresh_serve(&settings);
 	} else {
 		refresh_configure(&settings);
@@ -125,7 +126,9 @@ static void preload_tsc_did_not_answer(void)
 			     0)) {
 		const char *condemned;
 
-		if (service_page_abandoned())
+		if (service_page_time_namespace_foreign())
+			refresh_leave_service("a fork child in another time namespace", false);
+		else if (service_page_abandoned())
 			refresh_leave_service(SERVICE_PAGE_ABANDONED_WHY, true);
 		else if ((condemned = service_page_condemned()) != NULL)
 			refresh_leave_service(condemned, false);

@@ -472,14 +472,15 @@ void refresh_after_fork_in_child(void)
 
 	/* A served child is served as its parent was: the page is mapped in
 	 * it too, and nothing here is its own; unless the parent made another
-	 * time namespace for it by a raw system call, no interposer seeing it
-	 * (one stat of /proc, never under a filter). */
+	 * time namespace for it by a raw system call, no interposer seeing it,
+	 * which the child's first time call finds out (no system call here:
+	 * most children only exec or exit). */
 	/* Made while the parent's thread took a page up (its table read-only,
 	 * the process not yet served): served where the page was mapped by
 	 * then (its path is set only once it is); else, unsure whether the
 	 * mapping was made, this child writes nothing and answers with libc. */
 	if (state != REFRESH_SERVED && __atomic_load_n(&table_read_only, __ATOMIC_ACQUIRE)) {
-		service_page_after_fork_in_child();
+		service_page_after_fork_in_child(false);
 		if (service_page_served() != NULL) {
 			signal_guard_set_pass_through(true);
 			refresh_set_state(REFRESH_SERVED);
@@ -489,9 +490,7 @@ void refresh_after_fork_in_child(void)
 		return;
 	}
 	if (state == REFRESH_SERVED) {
-		service_page_after_fork_in_child();
-		if (!refresh.served_under_filter && !service_page_same_time_namespace())
-			refresh_leave_service("a fork child in another time namespace", false);
+		service_page_after_fork_in_child(refresh.served_under_filter);
 		return;
 	}
 	/* The parent's lines tell the time of the parent's namespace: this

@@ -62,7 +62,10 @@ void refresh_look_for_service_again(void)
 	if (__atomic_load_n(&refresh_state, __ATOMIC_ACQUIRE) != REFRESH_SERVED ||
 	    refresh_served_under_filter() || !service_page_look_due())
 		return;
-	if (sandbox_thread_allowed() && service_page_look_again())
+	/* A new page is judged for the namespace the old one was: a fork
+	 * child's own is checked first. */
+	if (sandbox_thread_allowed() && service_page_time_namespace_checked() &&
+	    service_page_look_again())
 		debug_log(
 		    "calibration served again, by the page %s (service pid %d): no thread",
 		    service_page_served(),

@@ -26,21 +26,30 @@
 
 /* A served process's TSC rate (a line's slope), kept when it maps the
  * page: how long the page has been stale is told in ns even where the
- * service has withdrawn every line. */
-uint64_t service_page_rate;
+ * service has withdrawn every line. It and the small variables below that
+ * a served start writes are kept with the start's data (start_data.h). */
+uint64_t service_page_rate START_DATA;
 
 /* Where the page that serves this process was found, which file it was,
  * and what it was judged for: a reader looks there again while its page
  * is stale (service_page_look_again). */
 static char service_page_served_path[PATH_MAX];
-static dev_t service_page_served_device;
-static ino_t service_page_served_inode;
+static dev_t service_page_served_device START_DATA;
+static ino_t service_page_served_inode START_DATA;
 /* The time namespace the serving page's header names (0: none named), kept
  * at its attach: a fork child compares its own with it without reading the
  * page (service_page_same_time_namespace). */
 static uint64_t service_page_served_time_ns_device START_DATA;
 static uint64_t service_page_served_time_ns_inode START_DATA;
-static struct service_page_expect service_page_served_expect;
+static struct service_page_expect service_page_served_expect START_DATA;
+/* The process (its id) found in that time namespace: the attaching one, or
+ * a fork child once its first time call has looked
+ * (service_page_time_namespace_checked); a fork child inherits its
+ * parent's id, and so is not, until then. Whether a process was found in
+ * another, and whether a look is under way (taken, never waited for). */
+static pid_t service_page_time_ns_pid START_DATA;
+static bool service_page_time_ns_foreign START_DATA;
+static bool service_page_time_ns_checking;
 /* When the next look may be, in TSC ticks. */
 static uint64_t service_page_next_look_tsc;
 /* A page refused at start for being stale, which the refresh thread looks
@@ -188,6 +197,11 @@ static const char *service_page_attach(const struct table_page *view, const stru
 	header = (const struct service_page_header *)table_page.header;
 	service_page_served_time_ns_device = header->time_ns_device;
 	service_page_served_time_ns_inode = header->time_ns_inode;
+	/* Judged for this process's namespace (a look again comes only once
+	 * a fork child has checked its own: service_page_look_again). */
+	__atomic_store_n(&service_page_time_ns_foreign, false, __ATOMIC_RELAXED);
+	__atomic_store_n(&service_page_time_ns_pid,
+			 (pid_t)raw_syscall(SYS_getpid, 0, 0, 0, 0, 0, 0), __ATOMIC_RELEASE);
 	return NULL;
 }
 
@@ -209,8 +223,10 @@ void service_page_look_at(const char *path, const struct service_page_expect *ex
 	}
 	look->found = true;
 	/* Once there is a page: where there is none, as in most processes
-	 * of a machine without a service, nothing more is paid. */
-	if (sysconf(_SC_PAGESIZE) != TABLE_PAGE_ALIGN) {
+	 * of a machine without a service, nothing more is paid. The page
+	 * size the loader was given, by getpagesize: sysconf's switch reads a
+	 * page of libc's data that nothing else at start touches. */
+	if ((unsigned long)getpagesize() != TABLE_PAGE_ALIGN) {
 		look->refused = "this machine's pages are not the table's";
 	} else if (service_page_fstat(fd, &st) != 0) {
 		look->refused = "cannot be examined";
@@ -248,6 +264,19 @@ void service_page_look_at(const char *path, const struct service_page_expect *ex
 	munmap((void *)view, SERVICE_PAGE_SIZE);
 }
 
+/* Copies source, cut at PATH_MAX - 1 bytes, into path: by strlen and
+ * memcpy, whose pages of libc's code a served start touches anyway (a
+ * page of code first run is a page fault of every process). */
+static void service_page_copy_path(char path[PATH_MAX], const char *source)
+{
+	size_t length = strlen(source);
+
+	if (length >= PATH_MAX)
+		length = PATH_MAX - 1;
+	memcpy(path, source, length);
+	path[length] = '\0';
+}
+
 bool service_page_find(const struct settings *settings, bool rseq_registered, bool attach,
 		       char path[PATH_MAX], struct service_page_look *look)
 {
@@ -260,7 +289,8 @@ bool service_page_find(const struct settings *settings, bool rseq_registered, bo
 	unsigned count = 0;
 
 	service_page_expect_from(&expect, settings, rseq_registered);
-	path[0] = '\0';
+	if (path != NULL)
+		path[0] = '\0';
 	memset(look, 0, sizeof *look);
 	look->refused = "no page";
 	if (settings_page_none(settings))
@@ -279,15 +309,18 @@ bool service_page_find(const struct settings *settings, bool rseq_registered, bo
 		if (!this.found && settings->page == NULL)
 			continue;
 		*look = this;
-		snprintf(path, PATH_MAX, "%s", paths[i]);
+		if (path != NULL)
+			service_page_copy_path(path, paths[i]);
 		if (this.refused == NULL)
 			return true;
 		debug_log("not served by the page %s: %s", paths[i], this.refused);
 		/* Stale only: fresh again, it serves (service_page_take_up). */
+		/* The path's own length: FASTTIME_PAGE's string may end at the
+		 * top of the stack, where reading PATH_MAX bytes would fault. */
 		if (attach && service_page_awaited_path[0] == '\0' &&
-		    strcmp(this.refused, SERVICE_PAGE_STALE_WHY) == 0) {
-			/* paths[i] is as long as its string, not PATH_MAX. */
-			snprintf(service_page_awaited_path, PATH_MAX, "%s", paths[i]);
+		    strcmp(this.refused, SERVICE_PAGE_STALE_WHY) == 0 &&
+		    strlen(paths[i]) < sizeof service_page_awaited_path) {
+			memcpy(service_page_awaited_path, paths[i], strlen(paths[i]) + 1);
 			service_page_awaited_expect = expect;
 		}
 	}
@@ -442,17 +475,31 @@ bool service_page_take_up(void)
 	return served;
 }
 
-void service_page_after_fork_in_child(void)
+void service_page_after_fork_in_child(bool under_filter)
 {
 	/* A look or a leave in another thread of the parent (or in this one,
 	 * under a handler) happened whole or not at all for the child's
 	 * mapping: the flag it held is nobody's here. */
 	if (__atomic_load_n(&service_page_remapping, __ATOMIC_RELAXED))
 		__atomic_store_n(&service_page_remapping, false, __ATOMIC_RELEASE);
+	if (__atomic_load_n(&service_page_time_ns_checking, __ATOMIC_RELAXED))
+		__atomic_store_n(&service_page_time_ns_checking, false, __ATOMIC_RELEASE);
 	service_page_rejudge_after_fork_in_child();
+	/* A child in a new pid namespace may have its parent's id there.
+	 * Under a filter no system call is made, and no namespace checked. */
+	if (!under_filter && (pid_t)raw_syscall(SYS_getpid, 0, 0, 0, 0, 0, 0) ==
+				 __atomic_load_n(&service_page_time_ns_pid, __ATOMIC_RELAXED))
+		__atomic_store_n(&service_page_time_ns_pid, 0, __ATOMIC_RELEASE);
+	/* The forking thread's reads from the page go the careful way until
+	 * the child's time namespace is checked (the thread's TLS sits by
+	 * the thread's control block, which libc's fork writes anyway); any
+	 * thread the child starts begins with a deadline of 0. */
+	clock_thread.judged_until_tsc = 0;
 }
 
-bool service_page_same_time_namespace(void)
+/* Whether this process is in the time namespace the serving page's header
+ * names (or either is unknown). One stat of /proc. */
+static bool service_page_same_time_namespace(void)
 {
 	uint64_t device, inode;
 
@@ -460,4 +507,36 @@ bool service_page_same_time_namespace(void)
 	return service_page_served_time_ns_inode == 0 || inode == 0 ||
 	       (service_page_served_time_ns_inode == inode &&
 		service_page_served_time_ns_device == device);
+}
+
+bool service_page_time_namespace_checked(void)
+{
+	int saved_errno = errno;
+	bool same;
+	pid_t pid;
+
+	if (__atomic_load_n(&service_page_time_ns_foreign, __ATOMIC_ACQUIRE))
+		return false;
+	pid = (pid_t)raw_syscall(SYS_getpid, 0, 0, 0, 0, 0, 0);
+	if (pid == __atomic_load_n(&service_page_time_ns_pid, __ATOMIC_ACQUIRE)) {
+		errno = saved_errno;
+		return true;
+	}
+	if (__atomic_exchange_n(&service_page_time_ns_checking, true, __ATOMIC_ACQ_REL)) {
+		errno = saved_errno;
+		return false;
+	}
+	same = service_page_same_time_namespace();
+	if (same)
+		__atomic_store_n(&service_page_time_ns_pid, pid, __ATOMIC_RELEASE);
+	else
+		__atomic_store_n(&service_page_time_ns_foreign, true, __ATOMIC_RELEASE);
+	__atomic_store_n(&service_page_time_ns_checking, false, __ATOMIC_RELEASE);
+	errno = saved_errno;
+	return same;
+}
+
+bool service_page_time_namespace_foreign(void)
+{
+	return __atomic_load_n(&service_page_time_ns_foreign, __ATOMIC_ACQUIRE);
 }

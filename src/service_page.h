@@ -163,15 +163,24 @@ void service_page_look_at(const char *path, const struct service_page_expect *ex
  * or the first default one that serves; none when FASTTIME_PAGE is "" or
  * "none". True when one serves (mapped over the table with attach); path
  * is then its path. Otherwise look says why the last page that exists was
- * refused (path is that page's, or empty when none exists). Each refusal
- * is one line under FASTTIME_DEBUG. */
+ * refused (path is that page's, or empty when none exists). path may be
+ * NULL: the serving page's path is service_page_served()'s too. Each
+ * refusal is one line under FASTTIME_DEBUG. */
 bool service_page_find(const struct settings *settings, bool rseq_registered, bool attach,
 		       char path[PATH_MAX], struct service_page_look *look);
 
-/* In a fork child of a served process: false when the child is in another
- * time namespace than the page's service (a raw unshare before the fork),
- * where the page's lines tell another time. One stat of /proc. */
-bool service_page_same_time_namespace(void);
+/* For a served process about to answer from its page: true when it is in
+ * the time namespace the page was judged for. A fork child (a parent's raw
+ * unshare of its time namespace is seen by no interposer) finds it out
+ * here, at its first time call rather than at the fork, with one stat of
+ * /proc; from then on, and in the process that mapped the page, it costs
+ * a getpid. False while another thread of the child looks, or once the
+ * child was found in another namespace (service_page_time_namespace_foreign),
+ * where the page's lines tell another time. Not under a seccomp filter. */
+bool service_page_time_namespace_checked(void);
+/* Whether this process was found in another time namespace than its
+ * page's: it is to leave the page. */
+bool service_page_time_namespace_foreign(void);
 
 /* A served process about to leave what the page was judged for (another
  * time namespace), or, with only_if_abandoned, a page found abandoned
@@ -242,8 +251,10 @@ const char *service_page_condemned(void);
 const char *service_page_served(void);
 
 /* In a fork child: a look or a leave the parent had in progress is
- * nobody's in the child. */
-void service_page_after_fork_in_child(void);
+ * nobody's in the child, and the calling thread's next read from the page
+ * is judged (its time namespace first, unless under_filter, a seccomp filter
+ * of the program's: service_page_time_namespace_checked). */
+void service_page_after_fork_in_child(bool under_filter);
 
 /* The service's side. */
 struct service_page_writer {

@@ -22,21 +22,24 @@
 #include "libc.h"
 #include "raw_syscall.h"
 #include "refresh.h"
+#include "start_data.h"
 
 /* Until when (TSC ticks) the page was last found right, for every thread;
- * 0 while it disagrees. */
-static uint64_t service_page_judged_until_tsc;
+ * 0 while it disagrees. What a served start writes (the page's acceptance,
+ * service_page_rejudge_reset) is kept with the start's data (start_data.h). */
+static uint64_t service_page_judged_until_tsc START_DATA;
 /* The first and the last judgement of the present disagreement (0:
  * none), how many judgements have disagreed since, and why the last one
  * did. */
-static uint64_t service_page_doubted_since_tsc, service_page_last_doubt_tsc;
-static uint32_t service_page_doubts;
+static uint64_t service_page_doubted_since_tsc START_DATA;
+static uint64_t service_page_last_doubt_tsc;
+static uint32_t service_page_doubts START_DATA;
 static const char *service_page_doubt_why;
 /* The earliest the page is judged again while it disagrees. */
 static uint64_t service_page_next_judge_tsc;
 /* Taken, never waited for, by the one judging: any other caller answers
  * with libc this time. */
-static bool service_page_judging;
+static bool service_page_judging START_DATA;
 
 /* Ticks for ns at the TSC's rate mult (a slope below 1 ns per tick). */
 static uint64_t service_page_rejudge_ticks(uint64_t ns, uint64_t mult)
@@ -226,6 +229,9 @@ bool service_page_rejudge(uint64_t tsc)
 		clock_thread.judged_until_tsc = UINT64_MAX;
 		return true;
 	}
+	/* A fork child's first judgement looks at its time namespace. */
+	if (!refresh_served_under_filter() && !service_page_time_namespace_checked())
+		return false;
 	until = __atomic_load_n(&service_page_judged_until_tsc, __ATOMIC_ACQUIRE);
 	if ((int64_t)(until - tsc) > 0 &&
 	    until - tsc <= service_page_rejudge_ticks(SERVICE_PAGE_REJUDGE_NS, rate)) {

@@ -21,8 +21,9 @@ const uint32_t *table_own_flags = &table_page.shared.api_flags[TABLE_MODE_ORDERE
  * never take a line the read path loads. */
 unsigned long table_wanted[TABLE_WANTED_WORDS] __attribute__((aligned(64)));
 /* Readers inside table_swap_offset now: a page mapped over the table in
- * the process's run waits until they have gone (table_writers_gone). */
-static unsigned table_writers;
+ * the process's run waits until they have gone (table_writers_gone). Read
+ * by a served start, so kept with the start's data (start_data.h). */
+static unsigned table_writers START_DATA;
 
 /* A served process's table is the service's page, mapped read-only: its
  * engine never runs, and this keeps any path that would still write (a

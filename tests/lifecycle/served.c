@@ -39,10 +39,11 @@
  *                     namespace, its CLOCK_MONOTONIC and CLOCK_BOOTTIME
  *                     1000 s ahead, which probes as the parent did
  *   unshare-time raw  the same with unshare made by syscall(), which the
- *                     library does not see: the parent stays served
- *                     served.test runs neither of these two: today their
- *                     children answer CLOCK_MONOTONIC 1000 s behind their
- *                     kernel's, for a while (child) or for good (raw)
+ *                     library does not see: the parent stays served, the
+ *                     child finds out at its first time call
+ *   unshare-time raw thread  the same, the child's first time call made
+ *                     by a thread it starts (keys "child.thread.")
+ *                     served.test runs the two raw ones
  *   timens-run NS proc|noproc CMD...  (without the preload) runs CMD in
  *                     a new time namespace, CLOCK_MONOTONIC NS ns ahead,
  *                     and with noproc in a new mount namespace without
@@ -54,6 +55,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stddef.h>
@@ -290,7 +292,15 @@ static bool served_set_offsets(void)
 	return ok;
 }
 
-static int served_time_namespace(bool by_setns, bool raw, bool child)
+/* The probe of a child's new thread. */
+static void *served_thread_probe(void *unused)
+{
+	(void)unused;
+	served_probe(500, false);
+	return NULL;
+}
+
+static int served_time_namespace(bool by_setns, bool raw, bool child, bool thread)
 {
 	const char *call = by_setns ? "setns" : "unshare";
 	int rc, status, fd = -1;
@@ -324,7 +334,17 @@ static int served_time_namespace(bool by_setns, bool raw, bool child)
 	if (pid == 0) {
 		/* The kernel's CLOCK_MONOTONIC here is 1000 s ahead of the
 		 * parent's. */
+		pthread_t probe;
+
 		served_prefix = "child.";
+		if (thread) {
+			/* The child's first read, in a thread of its own. */
+			served_prefix = "child.thread.";
+			if (pthread_create(&probe, NULL, served_thread_probe, NULL) != 0)
+				life_fail("pthread_create failed");
+			pthread_join(probe, NULL);
+			served_prefix = "child.";
+		}
 		served_probe(raw ? 500 : 5000, !raw);
 		_exit(0);
 	}
@@ -402,13 +422,16 @@ int main(int argc, char **argv)
 	if (argc == 2 && strcmp(argv[1], "watch") == 0)
 		return served_watch();
 	if (argc == 2 && strcmp(argv[1], "unshare-time") == 0)
-		return served_time_namespace(false, false, false);
+		return served_time_namespace(false, false, false, false);
 	if (argc == 3 && strcmp(argv[1], "unshare-time") == 0 &&
 	    (strcmp(argv[2], "child") == 0 || strcmp(argv[2], "raw") == 0))
-		return served_time_namespace(false, strcmp(argv[2], "raw") == 0, true);
+		return served_time_namespace(false, strcmp(argv[2], "raw") == 0, true, false);
+	if (argc == 4 && strcmp(argv[1], "unshare-time") == 0 && strcmp(argv[2], "raw") == 0 &&
+	    strcmp(argv[3], "thread") == 0)
+		return served_time_namespace(false, true, true, true);
 	if (argc == 2 && strcmp(argv[1], "setns-time") == 0)
-		return served_time_namespace(true, false, false);
-	fprintf(stderr, "usage: served probe [WAIT_MS] | fork | watch | unshare-time [child|raw] "
-			"| setns-time | timens-run NS proc|noproc CMD...\n");
+		return served_time_namespace(true, false, false, false);
+	fprintf(stderr, "usage: served probe [WAIT_MS] | fork | watch | unshare-time [child|raw "
+			"[thread]] | setns-time | timens-run NS proc|noproc CMD...\n");
 	return 99;
 }
