@@ -65,6 +65,14 @@
  * the last judgement that found it right (service_page_rejudge): below
  * SERVICE_PAGE_MAX_VALID_NS, so a page never grants more. */
 #define SERVICE_PAGE_REJUDGE_NS 100000000ull
+/* How far a served page's lines may be from the kernel's clock at such a
+ * judgement: a true page's lines run ahead or behind while its service
+ * cannot run and a slew it has not seen begins (up to 10 %, the kernel's
+ * range, over the longest validity a page may grant), and a reader that
+ * left them for libc then would hold its clock still for their lead. A
+ * forged line beyond it, a forged slope (the judgement's rate
+ * check) or validity is still caught; offsets keep SERVICE_PAGE_AGREE_NS. */
+#define SERVICE_PAGE_REJUDGE_LINES_NS (SERVICE_PAGE_AGREE_NS + SERVICE_PAGE_MAX_VALID_NS / 10)
 /* Once the page disagrees, the process answers with libc and judges it
  * again at most this often, until it has agreed at every judgement for
  * SERVICE_PAGE_DOUBT_NS; a page that has disagreed at SERVICE_PAGE_DOUBTS

@@ -72,16 +72,18 @@ static uint64_t service_page_rejudge_libc_ns(clockid_t id)
 /* How a judgement reads the kernel's clocks. */
 typedef uint64_t (*service_page_rejudge_clock_fn)(clockid_t id);
 
-/* Whether ns is within SERVICE_PAGE_AGREE_NS of [before, after]. */
-static bool service_page_rejudge_within(uint64_t before, uint64_t ns, uint64_t after)
+/* Whether ns is within slack_ns of [before, after]. */
+static bool service_page_rejudge_within(uint64_t before, uint64_t ns, uint64_t after,
+					uint64_t slack_ns)
 {
-	return ns + SERVICE_PAGE_AGREE_NS >= before && ns <= after + SERVICE_PAGE_AGREE_NS;
+	return ns + slack_ns >= before && ns <= after + slack_ns;
 }
 
-/* Every present line of records: a slope within an eighth of the rate the
- * reader accepted (room for any slew a kernel makes), and the time it
- * gives within the agreement of the kernel's clock id. Two tries, for a
- * preemption between the reads. */
+/* Every present line of records: a slope within half the rate the reader
+ * accepted (room for any slew a kernel makes, 10 %, and for the bend by
+ * which a service pays an error back, up to 20 % more), and the time it
+ * gives within SERVICE_PAGE_REJUDGE_LINES_NS of the kernel's clock id. Two
+ * tries, for a preemption between the reads. */
 static const char *service_page_rejudge_lines(const struct table_record *records, clockid_t id,
 					      uint64_t rate, service_page_rejudge_clock_fn now)
 {
@@ -96,12 +98,13 @@ static const char *service_page_rejudge_lines(const struct table_record *records
 
 			if (line.mult == 0)
 				continue;
-			/* Told as a distance: rate + rate / 8 overflows for a
+			/* Told as a distance: rate + rate / 2 overflows for a
 			 * TSC a little above 1 GHz. */
-			if ((line.mult > rate ? line.mult - rate : rate - line.mult) > rate / 8)
+			if ((line.mult > rate ? line.mult - rate : rate - line.mult) > rate / 2)
 				return "a line's slope is not the TSC's rate";
-			if (!service_page_rejudge_within(
-				before, clock_mulhi(tsc, line.mult) + line.offset, after))
+			if (!service_page_rejudge_within(before,
+							 clock_mulhi(tsc, line.mult) + line.offset,
+							 after, SERVICE_PAGE_REJUDGE_LINES_NS))
 				agree = false;
 		}
 		if (agree)
@@ -129,7 +132,8 @@ static const char *service_page_rejudge_offsets(uint32_t flags, service_page_rej
 
 			/* ns - offset is the page's CLOCK_MONOTONIC for it. */
 			agree = after >= before &&
-				service_page_rejudge_within(before, ns - offset, after);
+				service_page_rejudge_within(before, ns - offset, after,
+							    SERVICE_PAGE_AGREE_NS);
 		}
 		if (!agree)
 			return "its offset of a clock disagrees with the kernel's";
