@@ -314,13 +314,14 @@ bool service_page_find(const struct settings *settings, bool rseq_registered, bo
 		if (this.refused == NULL)
 			return true;
 		debug_log("not served by the page %s: %s", paths[i], this.refused);
-		/* Stale only: fresh again, it serves (service_page_take_up). */
-		/* The path's own length: FASTTIME_PAGE's string may end at the
-		 * top of the stack, where reading PATH_MAX bytes would fault. */
+		/* Stale only: fresh again, it serves (service_page_take_up).
+		 * Copied by its own length: FASTTIME_PAGE's string may end at
+		 * the top of the stack, where reading PATH_MAX bytes would
+		 * fault; a path too long for the buffer is not awaited. */
 		if (attach && service_page_awaited_path[0] == '\0' &&
 		    strcmp(this.refused, SERVICE_PAGE_STALE_WHY) == 0 &&
 		    strlen(paths[i]) < sizeof service_page_awaited_path) {
-			memcpy(service_page_awaited_path, paths[i], strlen(paths[i]) + 1);
+			service_page_copy_path(service_page_awaited_path, paths[i]);
 			service_page_awaited_expect = expect;
 		}
 	}

@@ -141,6 +141,11 @@ const char *service_page_judge_by_line(const struct table_page *page,
  * the last judge found it (CPU_MAX_CPUS until then): the judges read the
  * records below it only. */
 uint32_t service_page_cpu_limit(void);
+/* The kernel's clock by a raw system call: in a constructor no libc
+ * function is looked up, nothing preloaded beneath the library can move
+ * it, and a time namespace's offsets apply to it as they do to the vDSO's
+ * answer. 0 when it fails. */
+uint64_t service_page_kernel_ns(clockid_t clock);
 struct stat;
 /* NULL when the file st (a page's, as fstat saw it) may serve a reader
  * that expects this: regular, of the page's size, owned by root or the

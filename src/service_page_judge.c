@@ -24,10 +24,7 @@
  * be written in the record at all. */
 #define SERVICE_PAGE_MIN_MULT (UINT64_MAX / 20u)
 
-/* The kernel's clock by a raw system call: in a constructor no libc
- * function is looked up, and a time namespace's offsets apply to it as
- * they do to the vDSO's answer. 0 when it fails. */
-static uint64_t service_page_kernel_ns(clockid_t clock)
+uint64_t service_page_kernel_ns(clockid_t clock)
 {
 	struct timespec ts;
 

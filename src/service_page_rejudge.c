@@ -41,23 +41,6 @@ static uint64_t service_page_next_judge_tsc;
  * with libc this time. */
 static bool service_page_judging START_DATA;
 
-/* Ticks for ns at the TSC's rate mult (a slope below 1 ns per tick). */
-static uint64_t service_page_rejudge_ticks(uint64_t ns, uint64_t mult)
-{
-	return (uint64_t)(((unsigned __int128)ns << 64) / mult);
-}
-
-/* The kernel's clock id by its system call, made here: no tap, no shim
- * beneath the library can move it. 0 when it fails. */
-static uint64_t service_page_rejudge_syscall_ns(clockid_t id)
-{
-	struct timespec ts;
-
-	if (raw_syscall(SYS_clock_gettime, id, (long)&ts, 0, 0, 0, 0) != 0)
-		return 0;
-	return timespec_to_ns(&ts);
-}
-
 /* The kernel's clock id as libc answers the process (the vDSO, or what
  * is preloaded beneath the library). 0 when it fails. */
 static uint64_t service_page_rejudge_libc_ns(clockid_t id)
@@ -170,7 +153,7 @@ static const char *service_page_rejudge_now(uint64_t rate)
 	if (clock_mulhi(valid_ticks, rate) > SERVICE_PAGE_MAX_VALID_NS)
 		return "an absurd validity";
 	if (!refresh_served_under_filter() &&
-	    service_page_rejudge_by(rate, service_page_rejudge_syscall_ns) == NULL)
+	    service_page_rejudge_by(rate, service_page_kernel_ns) == NULL)
 		return NULL;
 	return service_page_rejudge_by(rate, service_page_rejudge_libc_ns);
 }
@@ -181,7 +164,7 @@ static const char *service_page_rejudge_now(uint64_t rate)
  * values in place now and then never wins back the fast path. */
 static bool service_page_rejudge_held(uint64_t tsc, uint64_t rate)
 {
-	uint64_t period = service_page_rejudge_ticks(SERVICE_PAGE_REJUDGE_NS, rate);
+	uint64_t period = calib_ticks_for_ns(rate, SERVICE_PAGE_REJUDGE_NS);
 	uint64_t since = __atomic_load_n(&service_page_doubted_since_tsc, __ATOMIC_RELAXED);
 	const char *refused;
 
@@ -191,8 +174,7 @@ static bool service_page_rejudge_held(uint64_t tsc, uint64_t rate)
 	refused = service_page_rejudge_now(rate);
 	if (since != 0)
 		__atomic_store_n(&service_page_next_judge_tsc,
-				 tsc +
-				     service_page_rejudge_ticks(SERVICE_PAGE_DOUBT_RETRY_NS, rate),
+				 tsc + calib_ticks_for_ns(rate, SERVICE_PAGE_DOUBT_RETRY_NS),
 				 __ATOMIC_RELAXED);
 	if (refused == NULL) {
 		if (since != 0 && clock_mulhi(tsc - __atomic_load_n(&service_page_last_doubt_tsc,
@@ -210,8 +192,7 @@ static bool service_page_rejudge_held(uint64_t tsc, uint64_t rate)
 			  service_page_served(), refused);
 		__atomic_store_n(&service_page_judged_until_tsc, 0, __ATOMIC_RELEASE);
 		__atomic_store_n(&service_page_next_judge_tsc,
-				 tsc +
-				     service_page_rejudge_ticks(SERVICE_PAGE_DOUBT_RETRY_NS, rate),
+				 tsc + calib_ticks_for_ns(rate, SERVICE_PAGE_DOUBT_RETRY_NS),
 				 __ATOMIC_RELAXED);
 		__atomic_store_n(&service_page_doubted_since_tsc, tsc, __ATOMIC_RELAXED);
 	}
@@ -238,7 +219,7 @@ bool service_page_rejudge(uint64_t tsc)
 		return false;
 	until = __atomic_load_n(&service_page_judged_until_tsc, __ATOMIC_ACQUIRE);
 	if ((int64_t)(until - tsc) > 0 &&
-	    until - tsc <= service_page_rejudge_ticks(SERVICE_PAGE_REJUDGE_NS, rate)) {
+	    until - tsc <= calib_ticks_for_ns(rate, SERVICE_PAGE_REJUDGE_NS)) {
 		clock_thread.judged_until_tsc = until;
 		return true;
 	}
@@ -257,8 +238,7 @@ void service_page_rejudge_reset(uint64_t tsc, uint64_t rate)
 	__atomic_store_n(&service_page_doubted_since_tsc, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&service_page_doubts, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&service_page_judged_until_tsc,
-			 tsc + service_page_rejudge_ticks(SERVICE_PAGE_REJUDGE_NS, rate),
-			 __ATOMIC_RELEASE);
+			 tsc + calib_ticks_for_ns(rate, SERVICE_PAGE_REJUDGE_NS), __ATOMIC_RELEASE);
 	__atomic_store_n(&service_page_judging, false, __ATOMIC_RELEASE);
 }
 
