@@ -17,6 +17,14 @@ for f in "$fasttimed" "$fasttime" "$served"; do
 		exit 99
 	fi
 done
+# reachable_by UID: whether that uid can run the build's programs and load
+# its library (a build tree in a private directory, as mktemp -d makes,
+# is not reachable by another user).
+reachable_by() {
+	setpriv --reuid "$1" --regid "$1" --clear-groups \
+		sh -c 'test -x "$1" && test -x "$2" && test -r "$3"' sh \
+		"$served" "$fasttimed" "$life_lib" 2>/dev/null
+}
 # The programs some readers run through (a shell, unshare) are not built
 # with the sanitizer the library may be built with.
 ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0"
