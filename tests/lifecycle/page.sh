@@ -67,14 +67,8 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 1' INT TERM HUP
 
-failures=0
-fail() {
-	echo "FAIL: $*"
-	failures=$((failures + 1))
-}
-pass() {
-	echo "ok: $*"
-}
+# shellcheck source=tests/checks.sh
+. "$(dirname "$0")/../checks.sh"
 skip() {
 	echo "SKIP: $*"
 }
@@ -87,13 +81,6 @@ forget() {
 		test "$pid" = "$1" || new="$new $pid"
 	done
 	ours=$new
-}
-finish() {
-	if test "$failures" -ne 0; then
-		echo "$failures check(s) failed"
-		exit 1
-	fi
-	exit 0
 }
 
 # poll SECONDS COMMAND...: true as soon as COMMAND succeeds.

@@ -33,14 +33,9 @@ skip() {
 	echo "$me: SKIP: $*"
 	exit 77
 }
-fail_count=0
-fail() {
-	echo "$me: FAIL: $*"
-	fail_count=$((fail_count + 1))
-}
-pass() {
-	echo "$me: ok: $*"
-}
+checks_prefix="$me: "
+# shellcheck source=tests/checks.sh
+. "$(dirname "$0")/../checks.sh"
 
 if [ "$(id -u)" != 0 ]; then
 	skip "needs root (it mounts in a private mount namespace and runs programs as other users)"
@@ -311,5 +306,4 @@ elif [ "$plain_threads" = 2 ]; then
 	pass "a setgid program run by uid $user is served by root's page"
 fi
 
-[ "$fail_count" = 0 ] || exit 1
-exit 0
+finish

@@ -26,16 +26,8 @@ export ASAN_OPTIONS
 scratch=$(mktemp -d "${TMPDIR:-/tmp}/fasttime-test.XXXXXX") || exit 99
 trap 'rm -rf "$scratch"' EXIT
 
-failures=0
-
-fail() {
-    echo "FAIL: $*"
-    failures=$((failures + 1))
-}
-
-pass() {
-    echo "ok: $*"
-}
+# shellcheck source=tests/checks.sh
+. "$(dirname "$0")/../checks.sh"
 
 # run COMMAND...: runs it, output in $scratch/out and $scratch/err, status in $status.
 run() {
@@ -74,11 +66,3 @@ expect_no_grep() {
     fi
 }
 
-# finish: the verdict.
-finish() {
-    if [ "$failures" -ne 0 ]; then
-        echo "$failures check(s) failed"
-        exit 1
-    fi
-    exit 0
-}
