@@ -3,6 +3,7 @@
 
 #include "preload_clamp.h"
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -36,17 +37,50 @@ static bool preload_clamp_floor(enum clock_offset_kind kind, uint64_t *floor_ns)
 	return true;
 }
 
+/* Whether libc's answer ns, earlier than floor_ns (this thread's clamped
+ * monotonic reading plus offset_ns, the offset published with it) by a
+ * millisecond or more, is earlier by this thread's own lead: lines that ran
+ * ahead of the kernel's clock before they went stale (a fast slew that
+ * began while the refresh thread could not look). The clock was set back
+ * only if libc's clock minus its CLOCK_MONOTONIC moved from the offset;
+ * otherwise the whole drop is the lead, which the monotonic clamp holds too.
+ * Read after libc's answer, CLOCK_MONOTONIC makes the offset look smaller
+ * by the time between the two calls: within the millisecond that a set-back
+ * must pass anyway. One call of libc's, only on this rare path; errno is
+ * the caller's. */
+static bool preload_clamp_own_lead(uint64_t ns, uint64_t offset_ns)
+{
+	int saved_errno = errno;
+	struct timespec mono;
+	int64_t moved;
+	int rc;
+
+	rc = libc_clock_gettime(CLOCK_MONOTONIC, &mono);
+	errno = saved_errno;
+	if (rc != 0)
+		return false;
+	moved = (int64_t)(ns - timespec_to_ns(&mono) - offset_ns);
+	return moved > -(int64_t)PRELOAD_CLAMP_MAX_NS;
+}
+
 /* Whether libc's answer ns must be raised to *floor_ns: it is earlier
- * than what the TSC gave this thread last, by less than a millisecond (by
- * more, the clock was set back, and libc's answer stands, as it would
- * without fasttime). CLOCK_BOOTTIME is never set back: however far below,
- * it is raised, as CLOCK_MONOTONIC is. (Lines that ran ahead while the
- * kernel's rate moved and the thread could not look, up to the rate times
- * the validity, 6.6 ms at 83,333 ppm, then lapsed, took it back by that.) */
+ * than what the TSC gave this thread last. By less than a millisecond it
+ * is always raised; by more, only where the clock was not set back
+ * (preload_clamp_own_lead): a clock set back is followed, as it would be
+ * without fasttime. CLOCK_BOOTTIME is never set back: however far below,
+ * it is raised, as CLOCK_MONOTONIC is. */
 static bool preload_clamp_below_floor(enum clock_offset_kind kind, uint64_t ns, uint64_t *floor_ns)
 {
-	return preload_clamp_floor(kind, floor_ns) && ns < *floor_ns &&
-	       (kind == CLOCK_OFFSET_BOOTTIME || *floor_ns - ns < PRELOAD_CLAMP_MAX_NS);
+	uint64_t last = clock_thread.last_mono_ns, offset;
+
+	if (last == 0)
+		return false;
+	offset = clock_offset(kind);
+	*floor_ns = last + offset;
+	if (ns >= *floor_ns)
+		return false;
+	return kind == CLOCK_OFFSET_BOOTTIME || *floor_ns - ns < PRELOAD_CLAMP_MAX_NS ||
+	       preload_clamp_own_lead(ns, offset);
 }
 
 void preload_clamp_offset_clock(enum clock_offset_kind kind, struct timespec *ts)
