@@ -37,30 +37,51 @@ static bool preload_clamp_floor(enum clock_offset_kind kind, uint64_t *floor_ns)
 	return true;
 }
 
-/* Whether libc's answer ns, earlier than floor_ns (this thread's clamped
- * monotonic reading plus offset_ns, the offset published with it) by a
- * millisecond or more, is earlier by this thread's own lead: lines that ran
- * ahead of the kernel's clock before they went stale (a fast slew that
- * began while the refresh thread could not look). The clock was set back
- * only if libc's clock minus its CLOCK_MONOTONIC moved from the offset;
- * otherwise the whole drop is the lead, which the monotonic clamp holds too.
- * Read after libc's answer, CLOCK_MONOTONIC makes the offset look smaller
- * by the time between the two calls: within the millisecond that a set-back
- * must pass anyway. One call of libc's, only on this rare path; errno is
- * the caller's. */
-static bool preload_clamp_own_lead(uint64_t ns, uint64_t offset_ns)
+/* kind's clock minus libc's CLOCK_MONOTONIC, less offset_ns, at most:
+ * libc's clock read after CLOCK_MONOTONIC, so that this thread preempted
+ * between the two makes it larger, never smaller. False where libc fails. */
+static bool preload_clamp_moved_at_most(enum clock_offset_kind kind, uint64_t offset_ns,
+					int64_t *moved_ns)
+{
+	const struct clock_row *row = clock_table_row_for_offset(kind);
+	struct timespec mono, clock;
+
+	if (row == NULL || libc_clock_gettime(CLOCK_MONOTONIC, &mono) != 0 ||
+	    libc_clock_gettime(row->id, &clock) != 0)
+		return false;
+	*moved_ns = (int64_t)(timespec_to_ns(&clock) - timespec_to_ns(&mono) - offset_ns);
+	return true;
+}
+
+/* Whether libc's answer ns of kind's clock, earlier than this thread's
+ * floor (its clamped monotonic reading plus offset_ns, the offset
+ * published with it) by a millisecond or more, is earlier by this thread's
+ * own lead: lines that ran ahead of the kernel's clock before they went
+ * stale (a fast slew that began while the refresh thread could not look).
+ * The clock was set back only if libc's clock minus its CLOCK_MONOTONIC
+ * moved from the offset; otherwise the whole drop is the lead, which the
+ * monotonic clamp holds too. CLOCK_MONOTONIC read after libc's answer
+ * makes the offset look smaller by the time between the two: a millisecond
+ * is room for that, and where it looks moved by more (a set-back, or this
+ * thread preempted between them) it is read again the other way round,
+ * which preemption cannot make look smaller: a set-back must show there
+ * too. One call of libc's, three where it looks set back, only on this
+ * path; errno is the caller's. */
+static bool preload_clamp_own_lead(enum clock_offset_kind kind, uint64_t ns, uint64_t offset_ns)
 {
 	int saved_errno = errno;
 	struct timespec mono;
+	bool own = false;
 	int64_t moved;
-	int rc;
 
-	rc = libc_clock_gettime(CLOCK_MONOTONIC, &mono);
+	if (libc_clock_gettime(CLOCK_MONOTONIC, &mono) == 0) {
+		moved = (int64_t)(ns - timespec_to_ns(&mono) - offset_ns);
+		own = moved > -(int64_t)PRELOAD_CLAMP_MAX_NS ||
+		      (preload_clamp_moved_at_most(kind, offset_ns, &moved) &&
+		       moved > -(int64_t)PRELOAD_CLAMP_MAX_NS);
+	}
 	errno = saved_errno;
-	if (rc != 0)
-		return false;
-	moved = (int64_t)(ns - timespec_to_ns(&mono) - offset_ns);
-	return moved > -(int64_t)PRELOAD_CLAMP_MAX_NS;
+	return own;
 }
 
 /* Whether libc's answer ns must be raised to *floor_ns: it is earlier
@@ -80,7 +101,7 @@ static bool preload_clamp_below_floor(enum clock_offset_kind kind, uint64_t ns, 
 	if (ns >= *floor_ns)
 		return false;
 	return kind == CLOCK_OFFSET_BOOTTIME || *floor_ns - ns < PRELOAD_CLAMP_MAX_NS ||
-	       preload_clamp_own_lead(ns, offset);
+	       preload_clamp_own_lead(kind, ns, offset);
 }
 
 void preload_clamp_offset_clock(enum clock_offset_kind kind, struct timespec *ts)
