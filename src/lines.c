@@ -221,21 +221,14 @@ bool lines_lapsed(void)
  * kernel's clock can part). mult converts to ticks. */
 void lines_shorten_validity(uint64_t mult)
 {
-	lines_limit_validity(mult, (uint64_t)WATCH_LINE_BUDGET_NS * 1000000u / WATCH_MAX_DRIFT_PPM);
-}
-
-void lines_limit_validity(uint64_t mult, uint64_t window_ns)
-{
 	uint64_t valid_from = __atomic_load_n(&table_page.shared.valid_from_tsc, __ATOMIC_ACQUIRE);
 	uint64_t valid_ticks = __atomic_load_n(&table_page.shared.valid_ticks, __ATOMIC_ACQUIRE);
-	uint64_t soon = cpu_rdtsc() - valid_from + calib_ticks_for_ns(mult, window_ns);
-	uint64_t until = libc_monotonic_ns() + window_ns;
+	uint64_t soon = cpu_rdtsc() - valid_from +
+			calib_ticks_for_ns(mult, (uint64_t)WATCH_LINE_BUDGET_NS * 1000000u /
+						     WATCH_MAX_DRIFT_PPM);
 
-	if (mult == 0 || soon >= valid_ticks)
-		return;
-	table_set_validity(valid_from, soon);
-	if (until < lines_state.valid_until_ns)
-		lines_state.valid_until_ns = until;
+	if (mult != 0 && soon < valid_ticks)
+		table_set_validity(valid_from, soon);
 }
 
 /* After the lines went stale (the thread could not run, or not soon

@@ -84,9 +84,6 @@ bool lines_lapsed(void);
 /* Ends the validity granted to the old lines soon, before a round
  * publishes new ones (mult converts to ticks). */
 void lines_shorten_validity(uint64_t mult);
-/* Ends the validity granted within window_ns from now, where it would end
- * later (mult converts to ticks); never lengthens it. */
-void lines_limit_validity(uint64_t mult, uint64_t window_ns);
 /* After the lines lapsed: every answering line is withdrawn, to restart
  * at its next sample. True when they had lapsed. */
 bool lines_relaunch_if_lapsed(void);

@@ -130,20 +130,8 @@ enum look_verdict look_once(void)
 	c->look_mono_ns = sample.ns;
 	/* Stale lines are not brought back as they are: their readers answer
 	 * with libc, and the round due now restarts each line there. */
-	if (lines_lapsed())
+	if (lines_lapsed() || !look_renew(c, &sample, error))
 		return LOOK_ROUND_DUE;
-	if (!look_renew(c, &sample, error)) {
-		/* The window granted earlier assumed a kernel rate that has
-		 * moved: it must not outlast the round called now by long, for
-		 * a round may not run soon (its thread preempted or stopped). */
-		uint64_t window = watch_parted_window_ns(lines_rate_ppm(), WATCH_LINE_BUDGET_NS);
-
-		debug_log("watch: cpu %u's line is %+lld ns from the kernel's clock, off its "
-			  "prediction: a round now, the lines valid for %llu us at most",
-			  cpu, (long long)error, (unsigned long long)(window / 1000u));
-		lines_limit_validity(line.mult, window);
-		return LOOK_ROUND_DUE;
-	}
 	if (!watch_line_holds(line, &sample, WATCH_LINE_TOLERANCE_NS)) {
 		debug_log("watch: cpu %u's line is %+lld ns from the kernel's clock (sandwich %llu "
 			  "ns): refreshing now",

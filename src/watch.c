@@ -74,14 +74,6 @@ static uint64_t watch_span_within(int64_t room_ns, int64_t slope_ppb, uint64_t l
 	return span < limit ? (uint64_t)span : limit;
 }
 
-uint64_t watch_parted_window_ns(uint64_t rate_ppm, uint64_t budget_ns)
-{
-	uint64_t rate =
-	    rate_ppm > WATCH_KERNEL_RATE_RANGE_PPM ? rate_ppm : WATCH_KERNEL_RATE_RANGE_PPM;
-
-	return watch_span_within((int64_t)(budget_ns / 2), (int64_t)(rate * 1000u), WATCH_VALID_NS);
-}
-
 uint64_t watch_trusted_ns(int64_t error_ns, int64_t drift_ppb, uint64_t since_ns, uint64_t rate_ppm,
 			  uint64_t budget_ns)
 {

@@ -116,22 +116,6 @@ bool watch_parted(int64_t last_error_ns, uint64_t last_ns, int64_t error_ns, uin
 uint64_t watch_trusted_ns(int64_t error_ns, int64_t drift_ppb, uint64_t since_ns, uint64_t rate_ppm,
 			  uint64_t budget_ns);
 
-/* How far the kernel's rate can move from one it held, in parts per
- * million: adjtimex's tick moves it within +-10 %. */
-#define WATCH_KERNEL_RATE_RANGE_PPM 100000u
-
-/* How long (ns, at most WATCH_VALID_NS) lines that a look found off their
- * prediction may still answer while the round it calls runs: the time in
- * which, at rate_ppm (the rates seen lately) or at the kernel's whole range
- * if that is more, they run half of budget_ns further off. The look's own
- * measure of the move may be far short of it (it spans the time since the
- * line was last looked at on that CPU, and the move may have begun late in
- * it). A round normally publishes new lines well within it; one that
- * cannot run (its thread preempted or stopped) leaves the lines to lapse
- * then, rather than run on at the new rate for the rest of a window
- * granted while the kernel's rate held still. */
-uint64_t watch_parted_window_ns(uint64_t rate_ppm, uint64_t budget_ns);
-
 /* The validity readers get from a look at counter value tsc: from a
  * millisecond before it (readers on other CPUs may be a little behind) to
  * valid_ns after it, in ticks at mult's rate. */

@@ -35,15 +35,6 @@
  *                     for 1 ms, and are off by no more than the slew test
  *                     allows while it slews, and than
  *                     MOVES_SETTLED_UNDER_LOAD_ERROR_NS once it settled.
- *   moves slew-unseen PPM
- *                     the slew begins just after a look of the refresh
- *                     thread's, whose rounds the tap holds at their first
- *                     visit to a CPU: the next look sees the lines part from
- *                     the kernel's clock and calls a round that cannot run.
- *                     The lines may then run only a little further
- *                     (MOVES_PARTED_FURTHER_NS) beyond the slew over the
- *                     time until that look, before they lapse; no clock
- *                     goes back.
  *   moves suspend     the machine resumes after 5 s, then after 30 s, of
  *                     suspend (the tap moves CLOCK_BOOTTIME, CLOCK_REALTIME
  *                     and CLOCK_TAI, not CLOCK_MONOTONIC): the library's
@@ -111,8 +102,6 @@ static uint64_t (*moves_tap_monotonic_ns)(void);
 static void (*moves_hold_visiting)(bool hold);
 static void (*moves_suspend)(int64_t ns);
 static uint64_t (*moves_tap_clock_ns)(clockid_t id);
-static void (*moves_note_refresh_reads)(bool note);
-static uint64_t (*moves_refresh_reads)(uint64_t *last_raw_ns);
 
 static void moves_find_tap(void)
 {
@@ -125,14 +114,9 @@ static void moves_find_tap(void)
 	moves_hold_visiting = (void (*)(bool))dlsym(RTLD_DEFAULT, "life_tap_hold_refresh_visiting");
 	moves_suspend = (void (*)(int64_t))dlsym(RTLD_DEFAULT, "life_tap_suspend");
 	moves_tap_clock_ns = (uint64_t(*)(clockid_t))dlsym(RTLD_DEFAULT, "life_tap_clock_ns");
-	moves_note_refresh_reads =
-	    (void (*)(bool))dlsym(RTLD_DEFAULT, "life_tap_note_refresh_reads");
-	moves_refresh_reads =
-	    (uint64_t(*)(uint64_t *))dlsym(RTLD_DEFAULT, "life_tap_refresh_reads");
 	if (moves_set_realtime == NULL || moves_slow_reads == NULL || moves_lead_refresh == NULL ||
 	    moves_slew == NULL || moves_tap_realtime_ns == NULL || moves_tap_monotonic_ns == NULL ||
-	    moves_hold_visiting == NULL || moves_suspend == NULL || moves_tap_clock_ns == NULL ||
-	    moves_note_refresh_reads == NULL || moves_refresh_reads == NULL)
+	    moves_hold_visiting == NULL || moves_suspend == NULL || moves_tap_clock_ns == NULL)
 		life_fail("the tap's clock controls are missing");
 }
 
@@ -817,97 +801,6 @@ static void moves_slew_under(const char *name, int64_t ppm)
 	moves_follow_every_cpu(name, ppm, 1500, MOVES_SETTLED_UNDER_LOAD_ERROR_NS);
 }
 
-/* Fails unless each tracked clock, in a phase of moves_slew_unseen, never
- * went back and was never further off than max_error_ns. It may stand
- * still: lines a slew took ahead, which lapse while the thread cannot run,
- * hold their readers at their last answer for as long as they were ahead. */
-static void moves_judge_parted(int64_t ppm, const char *phase, const struct moves_follow tracks[],
-			       uint64_t max_error_ns)
-{
-	for (unsigned c = 0; c < MOVES_TRACKED; c++) {
-		const struct moves_follow *track = &tracks[c];
-		const char *name = moves_tracked[c].name;
-
-		if (!moves_tracked_fast[c])
-			continue;
-		life_say("%s, slew %+lld ppm begun unseen, %s: max error %llu ns, surely still "
-			 "for %llu ns, %llu steps back, %llu of %llu answers from libc",
-			 name, (long long)ppm, phase, (unsigned long long)track->max_error_ns,
-			 (unsigned long long)track->surely_still_ns,
-			 (unsigned long long)track->backward, (unsigned long long)track->libc_reads,
-			 (unsigned long long)track->reads);
-		if (track->backward != 0)
-			life_fail(
-			    "%s went back (%s): %llu times, by up to %llu ns (%llu from libc's "
-			    "answer to the TSC's, %llu from the TSC's to libc's)",
-			    name, phase, (unsigned long long)track->backward,
-			    (unsigned long long)track->worst_back_ns,
-			    (unsigned long long)track->back_libc_to_tsc,
-			    (unsigned long long)track->back_tsc_to_libc);
-		if (track->max_error_ns > moves_bound_for(c, max_error_ns))
-			life_fail("%s off by %llu ns (%s), more than %llu", name,
-				  (unsigned long long)track->max_error_ns, phase,
-				  (unsigned long long)moves_bound_for(c, max_error_ns));
-	}
-}
-
-/* How far lines may run beyond where the look that saw them part from the
- * kernel's clock found them, while the round it called cannot run: half
- * the budget (WATCH_LINE_BUDGET_NS, 700 us), and room for the reads around
- * each answer on a loaded machine. */
-#define MOVES_PARTED_FURTHER_NS (350000u + 100000u)
-
-/* A slew that begins just after a look, with the thread's rounds held at
- * their first visit to a CPU: the next look sees the lines part from the
- * kernel's clock and calls a round, which cannot run. The lines were off
- * by the slew over the time from its start to that look (the promise:
- * the rate times the time since the last look that found them right);
- * from then on they may run only a little further (MOVES_PARTED_FURTHER_NS)
- * before they lapse, rather than on for the rest of a window granted while
- * the rate held still. No clock goes back; once the thread runs again,
- * the clocks come back to the kernel's. */
-static void moves_slew_unseen(int64_t ppm)
-{
-	struct moves_follow before[MOVES_TRACKED] = { 0 }, held[MOVES_TRACKED],
-			    after[MOVES_TRACKED];
-	uint64_t rate = (uint64_t)(ppm < 0 ? -ppm : ppm), reads, last_read, start, bound;
-
-	life_require_fast();
-	moves_require_tracked_fast();
-	/* Rounds come every 10 ms at first, growing fourfold to seconds: the
-	 * thread only looks after that, every 80 ms. */
-	moves_follow_for(3600, before);
-	moves_follow_from(held, before);
-	moves_note_refresh_reads(true);
-	reads = moves_refresh_reads(&last_read);
-	while (moves_refresh_reads(&last_read) == reads)
-		moves_follow_for(1, held);
-	moves_hold_visiting(true);
-	start = life_libc_mono_ns();
-	moves_slew(ppm);
-	for (unsigned waited = 0; life_refresh_held() == 0; waited += 10) {
-		if (waited >= 10000)
-			life_fail("the refresh thread made no round in 10 s of a slew");
-		moves_follow_for(10, held);
-	}
-	(void)moves_refresh_reads(&last_read);
-	/* Past any window granted before the slew. */
-	moves_follow_for(300, held);
-	moves_hold_visiting(false);
-	moves_note_refresh_reads(false);
-	moves_follow_from(after, held);
-	moves_slew(0);
-	moves_follow_for(1500, after);
-	bound = (uint64_t)((unsigned __int128)(last_read > start ? last_read - start : 0) * rate /
-			   1000000u) +
-		MOVES_PARTED_FURTHER_NS;
-	life_say("the thread's last read before its round was held came %.3f ms after the slew "
-		 "began: %llu ns allowed",
-		 (double)(last_read - start) / 1e6, (unsigned long long)bound);
-	moves_judge_parted(ppm, "while its round was held", held, bound);
-	moves_judge_parted(ppm, "after", after, MOVES_SLEW_ERROR_NS);
-}
-
 /* One function's answers in this thread, as ns, and how often they went
  * back. */
 struct moves_series {
@@ -1102,8 +995,6 @@ int main(int argc, char **argv)
 		moves_slew_test(strtoll(argv[2], NULL, 10));
 	} else if (strcmp(what, "slew-under") == 0 && argc > 3) {
 		moves_slew_under(argv[2], strtoll(argv[3], NULL, 10));
-	} else if (strcmp(what, "slew-unseen") == 0 && argc > 2) {
-		moves_slew_unseen(strtoll(argv[2], NULL, 10));
 	} else if (strcmp(what, "suspend") == 0) {
 		life_require_fast();
 		moves_suspends();

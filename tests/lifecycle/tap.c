@@ -95,11 +95,6 @@ struct tap_state {
 	unsigned slew_sequence;
 	int64_t slew_ppm, slew_carried_ns;
 	uint64_t slew_base_ns;
-	/* While noted (life_tap_note_refresh_reads), the refresh thread's
-	 * reads of CLOCK_MONOTONIC: how many, and libc's own CLOCK_MONOTONIC
-	 * after the last one. */
-	bool note_refresh_reads;
-	uint64_t refresh_reads, refresh_read_raw_ns;
 };
 
 static struct tap_state tap_private_state;
@@ -526,47 +521,12 @@ TAP_EXPORT uint64_t life_tap_clock_ns(clockid_t id)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* Starts or stops noting the refresh thread's reads of CLOCK_MONOTONIC
- * (its looks and rounds): off, they cost it nothing more. */
-TAP_EXPORT void life_tap_note_refresh_reads(bool note);
-TAP_EXPORT void life_tap_note_refresh_reads(bool note)
-{
-	__atomic_store_n(&tap_state()->note_refresh_reads, note, __ATOMIC_RELEASE);
-}
-
-/* How many reads of CLOCK_MONOTONIC the refresh thread made while noted,
- * and libc's own CLOCK_MONOTONIC (unslewed, ns) after the last one. */
-TAP_EXPORT uint64_t life_tap_refresh_reads(uint64_t *last_raw_ns);
-TAP_EXPORT uint64_t life_tap_refresh_reads(uint64_t *last_raw_ns)
-{
-	uint64_t reads = __atomic_load_n(&tap_state()->refresh_reads, __ATOMIC_ACQUIRE);
-
-	*last_raw_ns = __atomic_load_n(&tap_state()->refresh_read_raw_ns, __ATOMIC_ACQUIRE);
-	return reads;
-}
-
-/* Notes a read of the refresh thread's, where asked. */
-static void tap_note_refresh_read(clockid_t id)
-{
-	if (id != CLOCK_MONOTONIC ||
-	    !__atomic_load_n(&tap_state()->note_refresh_reads, __ATOMIC_ACQUIRE) ||
-	    !tap_in_refresh_thread())
-		return;
-	__atomic_store_n(&tap_state()->refresh_read_raw_ns, tap_raw_monotonic_ns(),
-			 __ATOMIC_RELEASE);
-	__atomic_add_fetch(&tap_state()->refresh_reads, 1, __ATOMIC_ACQ_REL);
-}
-
 /* Counts, then answers as libc does, the clock moved as asked. */
 TAP_EXPORT int clock_gettime(clockid_t id, struct timespec *ts)
 {
-	int rc;
-
 	tap_calls++;
 	tap_gate();
-	rc = tap_read(id, ts);
-	tap_note_refresh_read(id);
-	return rc;
+	return tap_read(id, ts);
 }
 
 /* Counts, then answers as libc does, the clock moved as asked. */

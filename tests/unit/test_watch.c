@@ -330,27 +330,6 @@ START_TEST(test_watch_parted_restarts)
 }
 END_TEST
 
-/* Lines a look found off their prediction may answer while the round it
- * called runs for as long as, at the rates seen lately or the kernel's
- * whole range if that is more, they run half the budget further off: 3.5
- * ms, however still the rate held before, and less after faster moves. */
-START_TEST(test_watch_parted_window)
-{
-	const uint64_t budget = WATCH_LINE_BUDGET_NS;
-	const uint64_t rates[] = { WATCH_RATE_FLOOR_PPM, 10000, 83333, 100000, 500000 };
-
-	ck_assert_uint_eq(watch_parted_window_ns(WATCH_RATE_FLOOR_PPM, budget), 3500000);
-	ck_assert_uint_eq(watch_parted_window_ns(83333, budget), 3500000);
-	ck_assert_uint_eq(watch_parted_window_ns(175000, budget), 2000000);
-	for (unsigned i = 0; i < sizeof rates / sizeof rates[0]; i++) {
-		uint64_t window = watch_parted_window_ns(rates[i], budget);
-
-		ck_assert_uint_le(window, WATCH_VALID_NS);
-		ck_assert_uint_le(window * rates[i] / 1000000u, budget / 2);
-	}
-}
-END_TEST
-
 /* The bound watch_trusted_ns promises, at s ns into the window. */
 static uint64_t watch_test_bound_at(int64_t error, int64_t drift_ppb, uint64_t since,
 				    uint64_t rate_ppm, uint64_t s)
@@ -444,7 +423,6 @@ Suite *suite_watch(void)
 	tcase_add_test(tc, test_watch_suspend_bound);
 	tcase_add_test(tc, test_watch_parted_restarts);
 	tcase_add_test(tc, test_watch_trusted_window);
-	tcase_add_test(tc, test_watch_parted_window);
 	suite_add_tcase(s, tc);
 	return s;
 }
