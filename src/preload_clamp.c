@@ -3,6 +3,7 @@
 
 #include "preload_clamp.h"
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -36,17 +37,71 @@ static bool preload_clamp_floor(enum clock_offset_kind kind, uint64_t *floor_ns)
 	return true;
 }
 
+/* kind's clock minus libc's CLOCK_MONOTONIC, less offset_ns, at most:
+ * libc's clock read after CLOCK_MONOTONIC, so that this thread preempted
+ * between the two makes it larger, never smaller. False where libc fails. */
+static bool preload_clamp_moved_at_most(enum clock_offset_kind kind, uint64_t offset_ns,
+					int64_t *moved_ns)
+{
+	const struct clock_row *row = clock_table_row_for_offset(kind);
+	struct timespec mono, clock;
+
+	if (row == NULL || libc_clock_gettime(CLOCK_MONOTONIC, &mono) != 0 ||
+	    libc_clock_gettime(row->id, &clock) != 0)
+		return false;
+	*moved_ns = (int64_t)(timespec_to_ns(&clock) - timespec_to_ns(&mono) - offset_ns);
+	return true;
+}
+
+/* Whether libc's answer ns of kind's clock, earlier than this thread's
+ * floor (its clamped monotonic reading plus offset_ns, the offset
+ * published with it) by a millisecond or more, is earlier by this thread's
+ * own lead: lines that ran ahead of the kernel's clock before they went
+ * stale (a fast slew that began while the refresh thread could not look).
+ * The clock was set back only if libc's clock minus its CLOCK_MONOTONIC
+ * moved from the offset; otherwise the whole drop is the lead, which the
+ * monotonic clamp holds too. CLOCK_MONOTONIC read after libc's answer
+ * makes the offset look smaller by the time between the two: a millisecond
+ * is room for that, and where it looks moved by more (a set-back, or this
+ * thread preempted between them) it is read again the other way round,
+ * which preemption cannot make look smaller: a set-back must show there
+ * too. One call of libc's, three where it looks set back, only on this
+ * path; errno is the caller's. */
+static bool preload_clamp_own_lead(enum clock_offset_kind kind, uint64_t ns, uint64_t offset_ns)
+{
+	int saved_errno = errno;
+	struct timespec mono;
+	bool own = false;
+	int64_t moved;
+
+	if (libc_clock_gettime(CLOCK_MONOTONIC, &mono) == 0) {
+		moved = (int64_t)(ns - timespec_to_ns(&mono) - offset_ns);
+		own = moved > -(int64_t)PRELOAD_CLAMP_MAX_NS ||
+		      (preload_clamp_moved_at_most(kind, offset_ns, &moved) &&
+		       moved > -(int64_t)PRELOAD_CLAMP_MAX_NS);
+	}
+	errno = saved_errno;
+	return own;
+}
+
 /* Whether libc's answer ns must be raised to *floor_ns: it is earlier
- * than what the TSC gave this thread last, by less than a millisecond (by
- * more, the clock was set back, and libc's answer stands, as it would
- * without fasttime). CLOCK_BOOTTIME is never set back: however far below,
- * it is raised, as CLOCK_MONOTONIC is. (Lines that ran ahead while the
- * kernel's rate moved and the thread could not look, up to the rate times
- * the validity, 6.6 ms at 83,333 ppm, then lapsed, took it back by that.) */
+ * than what the TSC gave this thread last. By less than a millisecond it
+ * is always raised; by more, only where the clock was not set back
+ * (preload_clamp_own_lead): a clock set back is followed, as it would be
+ * without fasttime. CLOCK_BOOTTIME is never set back: however far below,
+ * it is raised, as CLOCK_MONOTONIC is. */
 static bool preload_clamp_below_floor(enum clock_offset_kind kind, uint64_t ns, uint64_t *floor_ns)
 {
-	return preload_clamp_floor(kind, floor_ns) && ns < *floor_ns &&
-	       (kind == CLOCK_OFFSET_BOOTTIME || *floor_ns - ns < PRELOAD_CLAMP_MAX_NS);
+	uint64_t last = clock_thread.last_mono_ns, offset;
+
+	if (last == 0)
+		return false;
+	offset = clock_offset(kind);
+	*floor_ns = last + offset;
+	if (ns >= *floor_ns)
+		return false;
+	return kind == CLOCK_OFFSET_BOOTTIME || *floor_ns - ns < PRELOAD_CLAMP_MAX_NS ||
+	       preload_clamp_own_lead(kind, ns, offset);
 }
 
 void preload_clamp_offset_clock(enum clock_offset_kind kind, struct timespec *ts)

@@ -14,8 +14,10 @@
 #include "watch.h"
 
 /* A clock-with-offset answer from libc earlier than this thread's last
- * one by less than this is held at the last one; by more, the clock was
- * set back, and libc's answer stands. */
+ * one by less than this is held at the last one; by more, it is held only
+ * where libc's clock minus its CLOCK_MONOTONIC still shows the published
+ * offset within this (the drop is the lines' own lead); where that moved
+ * further, the clock was set back, and libc's answer stands. */
 #define PRELOAD_CLAMP_MAX_NS 1000000u
 /* How far past a second's start time()'s coarse clock may still name the
  * second before: a tick at the slowest HZ the kernel offers (100), with room. */

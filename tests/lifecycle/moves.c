@@ -12,8 +12,9 @@
  *                     1.2 us slow, as where it is a system call: the
  *                     library's sandwiches are wider than a microsecond.
  *   moves slew PPM    the clocks slewed by PPM parts per million for 3 s,
- *                     then not: the library's CLOCK_MONOTONIC and
- *                     CLOCK_BOOTTIME follow the kernel's within
+ *                     then not: the library's CLOCK_MONOTONIC,
+ *                     CLOCK_BOOTTIME, CLOCK_REALTIME and CLOCK_TAI
+ *                     follow the kernel's within
  *                     MOVES_SLEW_ERROR_NS while it slews, and within
  *                     MOVES_SETTLED_ERROR_NS from 2 s after the slew ends;
  *                     its CLOCK_MONOTONIC_RAW, which the kernel never
@@ -28,8 +29,9 @@
  *                     (the tap holds it in a round, on a visit to a CPU,
  *                     which is then left for a while); the slew
  *                     stops under the load. Whoever answers (the lines or
- *                     libc), CLOCK_MONOTONIC, CLOCK_BOOTTIME and
- *                     CLOCK_MONOTONIC_RAW never go back, never stand still
+ *                     libc), CLOCK_MONOTONIC, CLOCK_BOOTTIME,
+ *                     CLOCK_REALTIME, CLOCK_TAI and CLOCK_MONOTONIC_RAW
+ *                     never go back, never stand still
  *                     for 1 ms, and are off by no more than the slew test
  *                     allows while it slews, and than
  *                     MOVES_SETTLED_UNDER_LOAD_ERROR_NS once it settled.
@@ -47,10 +49,24 @@
  *                     CLOCK_TAI and CLOCK_MONOTONIC_RAW), answered by libc,
  *                     must never go back in the reading thread.
  *   moves fallback-far
- *                     the same with a lead of 3 ms, beyond what the clamp
- *                     of a clock that may be set holds: CLOCK_MONOTONIC,
- *                     CLOCK_BOOTTIME and CLOCK_MONOTONIC_RAW never go back;
- *                     the others are reported.
+ *                     the same with a lead of 3 ms, as lines run ahead when
+ *                     a fast slew begins while the thread cannot look:
+ *                     beyond the millisecond below which libc's answer is
+ *                     taken for the lines' own lead unasked, none of the
+ *                     seven goes back either (the clock was not set).
+ *   moves fallback-set
+ *                     lines 3 ms ahead and stale, then CLOCK_REALTIME set
+ *                     back by 50 ms: the library's CLOCK_REALTIME,
+ *                     gettimeofday, timespec_get and CLOCK_TAI, answered by
+ *                     libc, follow the set-back (at most the lead ahead of
+ *                     the kernel's clock), and CLOCK_MONOTONIC does not go
+ *                     back. A reader that sees the step over stale lines
+ *                     may publish the new offset itself.
+ *   moves fallback-set-slow
+ *                     the same with every read of the kernel's clock made
+ *                     1.2 us slow: no reader's sandwich is narrow enough to
+ *                     publish the step, and the clamp alone must tell the
+ *                     set-back from the lines' own lead.
  *
  * CLOCK_BOOTTIME, CLOCK_TAI and CLOCK_MONOTONIC_RAW are checked where the
  * library answers them from the TSC: the scripts force it
@@ -390,11 +406,13 @@ static void moves_suspends(void)
 }
 
 /* The clocks the slew tests follow: CLOCK_MONOTONIC, CLOCK_BOOTTIME,
- * which the kernel slews with it (the library answers it from the same
- * lines, plus an offset), and CLOCK_MONOTONIC_RAW, which it never slews
- * (the library answers it from lines of its own): a raw clock made from
- * the monotonic lines would carry the slew. */
-#define MOVES_TRACKED 3
+ * CLOCK_REALTIME and CLOCK_TAI, which the kernel slews with it (the
+ * library answers them from the same lines, plus an offset; the two that
+ * may be set are answered by libc through a clamp of their own, which must
+ * hold the lines' lead as the monotonic one does), and CLOCK_MONOTONIC_RAW,
+ * which it never slews (the library answers it from lines of its own): a
+ * raw clock made from the monotonic lines would carry the slew. */
+#define MOVES_TRACKED 5
 static const struct {
 	clockid_t id;
 	const char *name;
@@ -402,6 +420,8 @@ static const struct {
 } moves_tracked[MOVES_TRACKED] = {
 	{ CLOCK_MONOTONIC, "CLOCK_MONOTONIC", true },
 	{ CLOCK_BOOTTIME, "CLOCK_BOOTTIME", true },
+	{ CLOCK_REALTIME, "CLOCK_REALTIME", true },
+	{ CLOCK_TAI, "CLOCK_TAI", true },
 	{ CLOCK_MONOTONIC_RAW, "CLOCK_MONOTONIC_RAW", false },
 };
 
@@ -827,10 +847,11 @@ static void moves_read_all(struct moves_series series[MOVES_SERIES], unsigned ms
 }
 
 /* How far ahead of everyone else's the refresh thread's clock runs in
- * moves fallback (the tap's lead), and in moves fallback-far: further than
- * the clamp of a clock that may be set back holds libc's answers
+ * moves fallback (the tap's lead), and in moves fallback-far and
+ * fallback-set: further than the clamp of a clock that may be set back
+ * holds libc's answers without asking whether it was set
  * (PRELOAD_CLAMP_MAX_NS, 1 ms), as lines run ahead while a slew starts
- * and the thread cannot look (moves-load, held: 6.6 ms). */
+ * and the thread cannot look. */
 #define MOVES_LEAD_NS	  300000u
 #define MOVES_FAR_LEAD_NS 3000000u
 
@@ -851,17 +872,9 @@ static void moves_wait_lines_ahead(unsigned lead_ns)
 }
 
 /* Lines ahead of libc by lead_ns, then stale: libc answers, never behind
- * what the TSC answered this thread. With settable_may_go_back (a lead
- * beyond PRELOAD_CLAMP_MAX_NS), the clocks that may be set
- * (CLOCK_REALTIME, gettimeofday, timespec_get, CLOCK_TAI) are only
- * reported: libc's answer that far below is taken for the clock set back
- * (libfasttime(7)); the others never go back. */
-static bool moves_settable(unsigned series_index)
-{
-	return series_index == 1 || series_index == 2 || series_index == 3 || series_index == 5;
-}
-
-static void moves_fallback(unsigned lead_ns, bool settable_may_go_back)
+ * what the TSC answered this thread, in any of the seven, whatever the
+ * lead: the clock was not set. */
+static void moves_fallback(unsigned lead_ns)
 {
 	struct moves_series series[MOVES_SERIES] = {
 		{ .name = "clock_gettime(CLOCK_MONOTONIC)" },
@@ -900,11 +913,72 @@ static void moves_fallback(unsigned lead_ns, bool settable_may_go_back)
 		life_say("%s: %llu steps back, worst %llu ns", series[i].name,
 			 (unsigned long long)series[i].backward,
 			 (unsigned long long)series[i].worst_ns);
-		if (series[i].backward != 0 && !(settable_may_go_back && moves_settable(i)))
+		if (series[i].backward != 0)
 			life_fail("%s went back when libc answered", series[i].name);
 	}
 	life_say("%llu answers from libc while the lines were stale",
 		 (unsigned long long)fell_back);
+}
+
+/* How far CLOCK_REALTIME is set back in moves fallback-set: far beyond
+ * the lead, and far below a round's interval. */
+#define MOVES_SET_BACK_NS 50000000u
+
+/* Lines lead_ns ahead of libc, held until stale, then CLOCK_REALTIME set
+ * back: libc's answers show it, and the clamp must let them stand, where
+ * with the clock not set it holds the same drop as the lines' own lead
+ * (moves fallback-far). The answers that follow the set-back are within
+ * the lead of the kernel's clock (and 0.1 ms for the reads around them):
+ * the reader that saw the step over stale lines may have published the new
+ * offset, and then the lead alone is held. CLOCK_MONOTONIC never goes
+ * back. */
+static void moves_fallback_set(unsigned lead_ns)
+{
+	uint64_t real_before, real_after, start, fell_back, seen = 0;
+
+	moves_kernel_tai_minus_real = moves_read_kernel_tai_offset();
+	moves_tai_fast = moves_clock_fast(CLOCK_TAI, "CLOCK_TAI");
+	moves_wait_lines_ahead(lead_ns);
+	if (!life_wait_fast(5000)) {
+		if (!life_forced())
+			life_skip("the library chose libc (FASTTIME_FORCE is off)");
+		life_fail("the TSC does not answer");
+	}
+	moves_check_mono();
+	real_before = moves_real_ns();
+	fell_back = life_fallthrough();
+	life_hold_refresh(true);
+	/* Set back as soon as libc answers, while its answers are held at
+	 * the lead. */
+	start = life_libc_mono_ns();
+	while (life_fallthrough() == fell_back) {
+		if (life_libc_mono_ns() - start > 10 * LIFE_NS_PER_SEC)
+			life_fail("the lines never went stale with the thread held");
+		moves_check_mono();
+		real_before = moves_real_ns();
+	}
+	moves_set_realtime(-(int64_t)MOVES_SET_BACK_NS);
+	start = life_libc_mono_ns();
+	while (life_libc_mono_ns() - start < LIFE_NS_PER_SEC) {
+		moves_check_mono();
+		if (moves_follows(lead_ns + 100000u)) {
+			seen = life_libc_mono_ns();
+			break;
+		}
+	}
+	real_after = moves_real_ns();
+	life_hold_refresh(false);
+	if (seen == 0)
+		life_fail("CLOCK_REALTIME set back by %u ns over stale lines %u ns ahead: not "
+			  "followed (%s %+.6f s from the kernel's)",
+			  MOVES_SET_BACK_NS, lead_ns, moves_off_what, (double)moves_off_by / 1e9);
+	life_say("set back by %u ns over stale lines %u ns ahead: followed after %.3f ms, "
+		 "CLOCK_REALTIME went back by %.3f ms",
+		 MOVES_SET_BACK_NS, lead_ns, (double)(seen - start) / 1e6,
+		 ((double)real_before - (double)real_after) / 1e6);
+	if (real_after + MOVES_SET_BACK_NS - lead_ns - 1000000u > real_before)
+		life_fail("CLOCK_REALTIME went back by only %.3f ms when set back by %u ns",
+			  ((double)real_before - (double)real_after) / 1e6, MOVES_SET_BACK_NS);
 }
 
 int main(int argc, char **argv)
@@ -930,15 +1004,21 @@ int main(int argc, char **argv)
 	} else if (strcmp(what, "fallback") == 0) {
 		moves_lead_refresh(MOVES_LEAD_NS);
 		life_require_fast();
-		moves_fallback(MOVES_LEAD_NS, false);
+		moves_fallback(MOVES_LEAD_NS);
 	} else if (strcmp(what, "fallback-far") == 0) {
 		moves_lead_refresh(MOVES_FAR_LEAD_NS);
 		life_require_fast();
-		moves_fallback(MOVES_FAR_LEAD_NS, true);
+		moves_fallback(MOVES_FAR_LEAD_NS);
+	} else if (strcmp(what, "fallback-set") == 0 || strcmp(what, "fallback-set-slow") == 0) {
+		if (strcmp(what, "fallback-set-slow") == 0)
+			moves_slow_reads(1200);
+		moves_lead_refresh(MOVES_FAR_LEAD_NS);
+		life_require_fast();
+		moves_fallback_set(MOVES_FAR_LEAD_NS);
 	} else {
 		life_fail("usage: moves step|step-slow|slew PPM|slew-under "
 			  "fifo-hop|fifo-all|held|held-visit "
-			  "PPM|suspend|fallback|fallback-far");
+			  "PPM|suspend|fallback|fallback-far|fallback-set|fallback-set-slow");
 	}
 	return 0;
 }
