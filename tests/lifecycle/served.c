@@ -5,7 +5,7 @@
  * the script decides what they must be.
  *
  *   layout            (without the preload) where the page's fields are,
- *                     from src/service_page.h and src/table.h, as
+ *                     from src/read/service_page.h and table.h, as
  *                     page_size, version_at, version_other (a version
  *                     that is not this one's, below 256), valid_ticks_at,
  *                     records_at, calibrated_at (the mask of CPUs the

@@ -1,4 +1,4 @@
-/* The thread start and signal handlers (src/signal_guard*.c).
+/* The thread start and signal handlers (src/guard/signal_guard*.c).
  *
  * "sigguard workers": the server layout. main installs a SIGTERM handler
  * and starts two workers with every signal blocked; only the workers read

@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "calib.h"
 #include "clock.h"
 #include "cpu.h"
 #include "table.h"

@@ -16,7 +16,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "calib.h"
+#include "calib_line.h"
 #include "clock_table.h"
 #include "cpu.h"
 

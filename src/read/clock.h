@@ -14,7 +14,7 @@
 #include <sys/time.h>
 #include <time.h>
 
-#include "calib.h"
+#include "calib_line.h"
 #include "clock_table.h"
 #include "cpu.h"
 #include "table.h"

@@ -18,6 +18,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "watch.h"
+
+/* A reader refuses a page that grants more than twice the validity the
+ * engine grants after a look. */
+_Static_assert(SERVICE_PAGE_MAX_VALID_NS == 2 * WATCH_VALID_NS,
+	       "a page's longest validity is twice the engine's");
+
 /* Makes path's directory, one level, as the service's defaults need:
  * /run/fasttime for everyone to read, $XDG_RUNTIME_DIR/fasttime for its
  * user alone. */

@@ -6,15 +6,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-/* ns = mulhi64(tsc, mult) + offset, all modulo 2^64. mult is nanoseconds per
- * tick as a 0.64 fixed-point fraction: one multiply gives the product's high
- * word with no shift, and the fraction has 64 bits of precision. It requires
- * a TSC faster than 1 GHz, which every invariant TSC we know of is. A mult of
- * zero means "no line": readers answer with libc. */
-struct calib_line {
-	uint64_t mult;
-	uint64_t offset;
-};
+#include "calib_line.h"
 
 /* One sandwich: kernel clock, TSC, kernel clock. ns is the midpoint of the two
  * kernel readings; width is the distance between them. */

@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <sys/syscall.h>
 
+#include "calib.h"
 #include "clock.h"
 #include "cpu.h"
 #include "debug.h"

@@ -17,7 +17,6 @@
 
 #include "settings.h"
 #include "table.h"
-#include "watch.h"
 
 /* "fasttime" in the first 8 bytes, little-endian; the version changes with
  * any change of struct table_page or of this header. */
@@ -36,8 +35,9 @@
  * another time namespace gives. */
 #define SERVICE_PAGE_AGREE_NS 1000000ull
 /* The longest validity a page may grant: the engine grants at most
- * WATCH_VALID_NS after each look; more is absurd. */
-#define SERVICE_PAGE_MAX_VALID_NS (2ull * WATCH_VALID_NS)
+ * WATCH_VALID_NS after each look (service_page_writer.c holds them so);
+ * more is absurd. */
+#define SERVICE_PAGE_MAX_VALID_NS 240000000ull
 /* A served process whose page has been stale this long (its service is
  * gone, stopped, or starved) stops waiting for it: it leaves the page and
  * calibrates in its own thread (service_page_abandoned). Long beside the
