@@ -21,16 +21,6 @@ unsigned calib_narrowest(const struct calib_sample *samples, unsigned n)
 	return best;
 }
 
-uint64_t calib_ticks_for_ns(uint64_t mult, uint64_t ns)
-{
-	unsigned __int128 ticks;
-
-	if (mult == 0)
-		return 0;
-	ticks = ((unsigned __int128)ns << 64) / mult;
-	return ticks > UINT64_MAX ? UINT64_MAX : (uint64_t)ticks;
-}
-
 uint64_t calib_mult_from(uint64_t dns, uint64_t dticks)
 {
 	if (dticks == 0 || dns >= dticks)
@@ -281,7 +271,7 @@ enum calib_outcome calib_cpu_update_at(struct calib_cpu *cpu, const struct calib
 	 * the next round, even a late one, comes before the bend overshoots
 	 * (calib_payback_span_ns). */
 	span = calib_payback_span_ns(calib_abs_ns(error), next_interval_ns, late);
-	span_ticks = calib_ticks_for_ns(slope, span);
+	span_ticks = calib_line_ticks_for_ns(slope, span);
 	/* However late the publish (a loaded machine delays the round's other
 	 * pins), the line starts where readers are then: starting it at the
 	 * sample would step them back by the change of slope times the delay. */

@@ -116,9 +116,6 @@ static inline uint64_t calib_line_eval(struct calib_line line, uint64_t tsc)
 /* Index of the narrowest of n samples (n > 0). */
 unsigned calib_narrowest(const struct calib_sample *samples, unsigned n);
 
-/* Ticks that fit in ns at mult's rate. */
-uint64_t calib_ticks_for_ns(uint64_t mult, uint64_t ns);
-
 /* mult for dns nanoseconds over dticks ticks; 0 when the rate is not below
  * one nanosecond per tick, or dticks is 0. */
 uint64_t calib_mult_from(uint64_t dns, uint64_t dticks);

@@ -224,8 +224,8 @@ void lines_shorten_validity(uint64_t mult)
 	uint64_t valid_from = __atomic_load_n(&table_page.shared.valid_from_tsc, __ATOMIC_ACQUIRE);
 	uint64_t valid_ticks = __atomic_load_n(&table_page.shared.valid_ticks, __ATOMIC_ACQUIRE);
 	uint64_t soon = cpu_rdtsc() - valid_from +
-			calib_ticks_for_ns(mult, (uint64_t)WATCH_LINE_BUDGET_NS * 1000000u /
-						     WATCH_MAX_DRIFT_PPM);
+			calib_line_ticks_for_ns(mult, (uint64_t)WATCH_LINE_BUDGET_NS * 1000000u /
+							  WATCH_MAX_DRIFT_PPM);
 
 	if (mult != 0 && soon < valid_ticks)
 		table_set_validity(valid_from, soon);
@@ -326,5 +326,5 @@ void lines_trust(uint64_t tsc, uint64_t mult, uint64_t window_ns, bool restarted
 	watch_validity(tsc, mult, window_ns, &valid_from, &valid_ticks);
 	table_set_validity(valid_from, valid_ticks);
 	lines_state.valid_until_ns = libc_monotonic_ns() + window_ns;
-	placement_set_visit_limit(calib_ticks_for_ns(mult, PLACEMENT_VISIT_MAX_NS));
+	placement_set_visit_limit(calib_line_ticks_for_ns(mult, PLACEMENT_VISIT_MAX_NS));
 }

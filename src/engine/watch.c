@@ -54,10 +54,10 @@ bool watch_parted(int64_t last_error_ns, uint64_t last_ns, int64_t error_ns, uin
 void watch_validity(uint64_t tsc, uint64_t mult, uint64_t valid_ns, uint64_t *valid_from_tsc,
 		    uint64_t *valid_ticks)
 {
-	uint64_t margin = calib_ticks_for_ns(mult, 1000000u);
+	uint64_t margin = calib_line_ticks_for_ns(mult, 1000000u);
 
 	*valid_from_tsc = tsc - margin;
-	*valid_ticks = calib_ticks_for_ns(mult, valid_ns) + margin;
+	*valid_ticks = calib_line_ticks_for_ns(mult, valid_ns) + margin;
 }
 
 /* The longest span s (ns) with slope_ppb * s <= room_ns, at most limit; a

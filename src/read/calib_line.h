@@ -15,4 +15,17 @@ struct calib_line {
 	uint64_t offset;
 };
 
+/* Ticks that fit in ns at mult's rate, at most UINT64_MAX; 0 for no line.
+ * Deadlines kept in ticks (a line's validity, a page's next judgement) let
+ * a reader compare them with the counter it already read. */
+static inline uint64_t calib_line_ticks_for_ns(uint64_t mult, uint64_t ns)
+{
+	unsigned __int128 ticks;
+
+	if (mult == 0)
+		return 0;
+	ticks = ((unsigned __int128)ns << 64) / mult;
+	return ticks > UINT64_MAX ? UINT64_MAX : (uint64_t)ticks;
+}
+
 #endif

@@ -16,7 +16,7 @@
 #include <errno.h>
 #include <sys/syscall.h>
 
-#include "calib.h"
+#include "calib_line.h"
 #include "clock.h"
 #include "cpu.h"
 #include "debug.h"
@@ -165,7 +165,7 @@ static const char *service_page_rejudge_now(uint64_t rate)
  * values in place now and then never wins back the fast path. */
 static bool service_page_rejudge_held(uint64_t tsc, uint64_t rate)
 {
-	uint64_t period = calib_ticks_for_ns(rate, SERVICE_PAGE_REJUDGE_NS);
+	uint64_t period = calib_line_ticks_for_ns(rate, SERVICE_PAGE_REJUDGE_NS);
 	uint64_t since = __atomic_load_n(&service_page_doubted_since_tsc, __ATOMIC_RELAXED);
 	const char *refused;
 
@@ -175,7 +175,7 @@ static bool service_page_rejudge_held(uint64_t tsc, uint64_t rate)
 	refused = service_page_rejudge_now(rate);
 	if (since != 0)
 		__atomic_store_n(&service_page_next_judge_tsc,
-				 tsc + calib_ticks_for_ns(rate, SERVICE_PAGE_DOUBT_RETRY_NS),
+				 tsc + calib_line_ticks_for_ns(rate, SERVICE_PAGE_DOUBT_RETRY_NS),
 				 __ATOMIC_RELAXED);
 	if (refused == NULL) {
 		if (since != 0 && clock_mulhi(tsc - __atomic_load_n(&service_page_last_doubt_tsc,
@@ -193,7 +193,7 @@ static bool service_page_rejudge_held(uint64_t tsc, uint64_t rate)
 			  service_page_served(), refused);
 		__atomic_store_n(&service_page_judged_until_tsc, 0, __ATOMIC_RELEASE);
 		__atomic_store_n(&service_page_next_judge_tsc,
-				 tsc + calib_ticks_for_ns(rate, SERVICE_PAGE_DOUBT_RETRY_NS),
+				 tsc + calib_line_ticks_for_ns(rate, SERVICE_PAGE_DOUBT_RETRY_NS),
 				 __ATOMIC_RELAXED);
 		__atomic_store_n(&service_page_doubted_since_tsc, tsc, __ATOMIC_RELAXED);
 	}
@@ -220,7 +220,7 @@ bool service_page_rejudge(uint64_t tsc)
 		return false;
 	until = __atomic_load_n(&service_page_judged_until_tsc, __ATOMIC_ACQUIRE);
 	if ((int64_t)(until - tsc) > 0 &&
-	    until - tsc <= calib_ticks_for_ns(rate, SERVICE_PAGE_REJUDGE_NS)) {
+	    until - tsc <= calib_line_ticks_for_ns(rate, SERVICE_PAGE_REJUDGE_NS)) {
 		clock_thread.judged_until_tsc = until;
 		return true;
 	}
@@ -239,7 +239,8 @@ void service_page_rejudge_reset(uint64_t tsc, uint64_t rate)
 	__atomic_store_n(&service_page_doubted_since_tsc, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&service_page_doubts, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&service_page_judged_until_tsc,
-			 tsc + calib_ticks_for_ns(rate, SERVICE_PAGE_REJUDGE_NS), __ATOMIC_RELEASE);
+			 tsc + calib_line_ticks_for_ns(rate, SERVICE_PAGE_REJUDGE_NS),
+			 __ATOMIC_RELEASE);
 	__atomic_store_n(&service_page_judging, false, __ATOMIC_RELEASE);
 }
 

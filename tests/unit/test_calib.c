@@ -659,18 +659,19 @@ START_TEST(test_calib_mult_from)
 END_TEST
 
 /* Ticks for a span of ns at mult's rate, rounded down, saturating. */
-START_TEST(test_calib_ticks_for_ns)
+START_TEST(test_calib_line_ticks_for_ns)
 {
-	ck_assert_uint_eq(calib_ticks_for_ns(1ull << 63, NS_PER_SEC), 2 * NS_PER_SEC);
-	ck_assert_uint_eq(calib_ticks_for_ns(1ull << 62, 5), 20);
-	ck_assert_uint_eq(calib_ticks_for_ns(0x5555555555555555ull, 1), 3);
-	ck_assert_uint_eq(calib_ticks_for_ns(1ull << 63, 0), 0);
-	ck_assert_uint_eq(calib_ticks_for_ns(0, NS_PER_SEC), 0);
-	ck_assert_uint_eq(calib_ticks_for_ns(1, UINT64_MAX), UINT64_MAX);
-	ck_assert_uint_eq(calib_ticks_for_ns(1ull << 63, UINT64_MAX), UINT64_MAX);
+	ck_assert_uint_eq(calib_line_ticks_for_ns(1ull << 63, NS_PER_SEC), 2 * NS_PER_SEC);
+	ck_assert_uint_eq(calib_line_ticks_for_ns(1ull << 62, 5), 20);
+	ck_assert_uint_eq(calib_line_ticks_for_ns(0x5555555555555555ull, 1), 3);
+	ck_assert_uint_eq(calib_line_ticks_for_ns(1ull << 63, 0), 0);
+	ck_assert_uint_eq(calib_line_ticks_for_ns(0, NS_PER_SEC), 0);
+	ck_assert_uint_eq(calib_line_ticks_for_ns(1, UINT64_MAX), UINT64_MAX);
+	ck_assert_uint_eq(calib_line_ticks_for_ns(1ull << 63, UINT64_MAX), UINT64_MAX);
 	for (unsigned i = 0; i < 3; i++) {
 		uint64_t hz = calib_test_hz[i];
-		uint64_t ticks = calib_ticks_for_ns(calib_mult_from(NS_PER_SEC, hz), NS_PER_SEC);
+		uint64_t ticks =
+		    calib_line_ticks_for_ns(calib_mult_from(NS_PER_SEC, hz), NS_PER_SEC);
 
 		ck_assert_uint_ge(ticks, hz);
 		ck_assert_uint_le(ticks, hz + 1);
@@ -1380,7 +1381,7 @@ Suite *suite_calib(void)
 	tc = tcase_create("helpers");
 	tcase_add_test(tc, test_calib_narrowest);
 	tcase_add_test(tc, test_calib_mult_from);
-	tcase_add_test(tc, test_calib_ticks_for_ns);
+	tcase_add_test(tc, test_calib_line_ticks_for_ns);
 	tcase_add_test(tc, test_calib_realtime_offset);
 	suite_add_tcase(suite, tc);
 

@@ -187,7 +187,7 @@ static struct calib_sample watch_test_sample(uint64_t ticks_ns, uint64_t kernel_
 {
 	struct calib_sample s;
 
-	s.tsc = watch_test_tsc0 + calib_ticks_for_ns(WATCH_TEST_MULT, ticks_ns);
+	s.tsc = watch_test_tsc0 + calib_line_ticks_for_ns(WATCH_TEST_MULT, ticks_ns);
 	s.width_ns = width;
 	/* The counter was read at kernel_ns; the midpoint is where the
 	 * sandwich's two readings put it. */
@@ -268,9 +268,9 @@ START_TEST(test_watch_suspend_bound)
 	watch_validity(look.tsc, line.mult, WATCH_VALID_NS, &valid_from, &valid_ticks);
 	ck_assert(watch_test_fresh(valid_from, valid_ticks, look.tsc));
 	ck_assert(watch_test_fresh(valid_from, valid_ticks,
-				   look.tsc - calib_ticks_for_ns(line.mult, 900000)));
+				   look.tsc - calib_line_ticks_for_ns(line.mult, 900000)));
 	for (unsigned i = 0; i < sizeof pauses / sizeof pauses[0]; i++) {
-		uint64_t tsc = look.tsc + calib_ticks_for_ns(line.mult, pauses[i]);
+		uint64_t tsc = look.tsc + calib_line_ticks_for_ns(line.mult, pauses[i]);
 		struct calib_sample resumed = watch_test_sample(pauses[i], 0, 25, 12);
 
 		if (watch_test_fresh(valid_from, valid_ticks, tsc)) {
