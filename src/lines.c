@@ -291,6 +291,8 @@ void lines_cpu_leaves(uint32_t cpu)
 		c->withdrawn = false;
 		c->unreachable_until_ns = 0;
 		c->unreachable_backoff_ns = 0;
+		c->agrees = false;
+		c->carried_rounds = 0;
 	}
 	if (c->allowed)
 		table_set_calibrated(cpu, false);
