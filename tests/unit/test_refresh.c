@@ -172,6 +172,58 @@ START_TEST(test_refresh_wakes_when_skip_ends)
 }
 END_TEST
 
+/* Which CPUs a round visits: the one it begins on, every one where no
+ * line may be carried, and else only those whose lines (monotonic and
+ * raw) do not answer, whose counter did not agree at the last visit, or
+ * that were carried ROUND_VISIT_EVERY - 1 rounds in a row; the others'
+ * lines are carried. */
+START_TEST(test_refresh_round_visits)
+{
+	struct lines_cpu c;
+
+	memset(&c, 0, sizeof c);
+	c.allowed = true;
+	c.calib.line.mult = 1ull << 63;
+	c.raw.line.mult = 1ull << 63;
+	c.agrees = true;
+	for (c.carried_rounds = 0; c.carried_rounds + 1 < ROUND_VISIT_EVERY; c.carried_rounds++) {
+		ck_assert(!round_visit_needed(&c, false, true));
+		ck_assert(round_visit_needed(&c, true, true));
+		ck_assert(round_visit_needed(&c, false, false));
+	}
+	ck_assert(round_visit_needed(&c, false, true));
+	c.carried_rounds = 0;
+	c.agrees = false;
+	ck_assert(round_visit_needed(&c, false, true));
+	c.agrees = true;
+	c.withdrawn = true;
+	ck_assert(round_visit_needed(&c, false, true));
+	c.withdrawn = false;
+	c.raw_withdrawn = true;
+	ck_assert(round_visit_needed(&c, false, true));
+	c.raw_withdrawn = false;
+	c.raw.line.mult = 0;
+	ck_assert(round_visit_needed(&c, false, true));
+	c.raw.line.mult = 1ull << 63;
+	c.dropped = true;
+	ck_assert(round_visit_needed(&c, false, true));
+	c.dropped = false;
+	c.allowed = false;
+	ck_assert(round_visit_needed(&c, false, true));
+	c.allowed = true;
+	ck_assert(!round_visit_needed(&c, false, true));
+	/* A CPU that leaves is visited again when it comes back. */
+	lines_cpus[5] = c;
+	lines_cpu_leaves(5);
+	lines_cpus[5].allowed = true;
+	lines_cpus[5].calib.line.mult = 1ull << 63;
+	lines_cpus[5].raw.line.mult = 1ull << 63;
+	ck_assert(round_visit_needed(&lines_cpus[5], false, true));
+	memset(lines_cpus, 0, sizeof lines_cpus);
+	memset(&table_page.shared, 0, sizeof table_page.shared);
+}
+END_TEST
+
 /* A CPU whose calibration keeps failing answers with libc after 15 s of
  * failures with no success between, not before; a success in between starts
  * the count again. Fake monotonic times; the table is plain memory. */
@@ -248,6 +300,7 @@ Suite *suite_refresh(void)
 	tcase_add_test(tc, test_refresh_stop_without_thread);
 	tcase_add_test(tc, test_refresh_wakes_for_first_line);
 	tcase_add_test(tc, test_refresh_wakes_when_skip_ends);
+	tcase_add_test(tc, test_refresh_round_visits);
 	tcase_add_test(tc, test_refresh_drop_after_15_s);
 	tcase_add_test(tc, test_refresh_clamp_after_tsc_answers);
 	suite_add_tcase(s, tc);
