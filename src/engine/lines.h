@@ -18,9 +18,7 @@
 
 /* What the engine knows about one CPU, also shown by fasttime --info. */
 struct lines_cpu {
-	/* online, and the refresh thread could run there last round; set by
-	 * lines_cpu_allow and lines_cpu_leaves only (lines.c keeps a mask) */
-	bool allowed;
+	bool allowed; /* online, and the refresh thread could run there last round */
 	bool dropped; /* failed too long: answering with libc */
 	struct calib_cpu calib;
 	enum calib_outcome last_outcome;
@@ -48,13 +46,6 @@ struct lines_cpu {
 	 * look found it off); it restarts at its next sample then. */
 	struct calib_cpu raw;
 	bool raw_withdrawn;
-	/* Its counter agreed with the round's narrowest sample, taken on
-	 * another CPU, at its last visit, and no look found its line off
-	 * since: rounds may carry its line on that sample instead of pinning
-	 * the thread there (round.c), for carried_rounds rounds in a row at
-	 * most ROUND_VISIT_EVERY - 1. */
-	bool agrees;
-	unsigned carried_rounds;
 };
 
 extern struct lines_cpu lines_cpus[CPU_MAX_CPUS];

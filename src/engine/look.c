@@ -130,19 +130,12 @@ enum look_verdict look_once(void)
 	c->look_mono_ns = sample.ns;
 	/* Stale lines are not brought back as they are: their readers answer
 	 * with libc, and the round due now restarts each line there. */
-	if (lines_lapsed())
+	if (lines_lapsed() || !look_renew(c, &sample, error))
 		return LOOK_ROUND_DUE;
-	/* A line found off is visited by the round due now, not carried on
-	 * another CPU's sample (round_visit_needed). */
-	if (!look_renew(c, &sample, error)) {
-		c->agrees = false;
-		return LOOK_ROUND_DUE;
-	}
 	if (!watch_line_holds(line, &sample, WATCH_LINE_TOLERANCE_NS)) {
 		debug_log("watch: cpu %u's line is %+lld ns from the kernel's clock (sandwich %llu "
 			  "ns): refreshing now",
 			  cpu, (long long)error, (unsigned long long)sample.width_ns);
-		c->agrees = false;
 		return LOOK_ROUND_DUE;
 	}
 	if (!raw_lines_look(cpu, LOOK_SANDWICHES))

@@ -50,14 +50,6 @@ void raw_lines_visit(struct raw_lines_round *round, uint32_t cpu, unsigned n)
 	}
 }
 
-void raw_lines_carry(struct raw_lines_round *round, uint32_t cpu)
-{
-	if (round->narrowest.width_ns == UINT64_MAX)
-		return;
-	raw_lines_samples[cpu] = round->narrowest;
-	cpu_mask_set(round->sampled, cpu);
-}
-
 uint64_t raw_lines_aim(struct raw_lines_round *round, uint64_t scheduled_ns, bool restart)
 {
 	uint64_t next_interval_ns = scheduled_ns;

@@ -32,9 +32,6 @@ struct raw_lines_round {
 void raw_lines_round_begin(struct raw_lines_round *round);
 /* Takes cpu's raw sample, of n sandwiches, the caller pinned there. */
 void raw_lines_visit(struct raw_lines_round *round, uint32_t cpu, unsigned n);
-/* cpu's raw sample is the round's narrowest, as if taken there: its line
- * is carried (round.c), where a raw sample was taken at all. */
-void raw_lines_carry(struct raw_lines_round *round, uint32_t cpu);
 /* Aims each sample at the round's narrowest; returns the soonest any raw
  * line wants the next round, at most scheduled_ns (calib_next_interval_ns). */
 uint64_t raw_lines_aim(struct raw_lines_round *round, uint64_t scheduled_ns, bool restart);

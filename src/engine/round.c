@@ -107,59 +107,6 @@ static bool round_visit_skipped(uint32_t cpu, uint64_t now)
 	return lines_cpus[cpu].unreachable_until_ns > now && (unsigned)sched_getcpu() != cpu;
 }
 
-bool round_visit_needed(const struct lines_cpu *c, bool here, bool may_carry)
-{
-	return here || !may_carry || !raw_lines_cpu_answers(c) || !c->agrees ||
-	       c->carried_rounds + 1 >= ROUND_VISIT_EVERY;
-}
-
-/* Whether this round may carry lines rather than visit their CPUs: the
- * kernel reads the counter itself (it checked that every CPU's counter
- * agrees, and keeps checking), the round begins on one of the CPUs it
- * visits (its sample is taken without a move), no discontinuity asks
- * every line to start over, and the round is the library's own (the
- * tools describe every CPU as it is). */
-static bool round_may_carry(const unsigned long *visit, uint32_t here, bool restart)
-{
-	return !restart && here < CPU_MAX_CPUS && cpu_mask_has(visit, here) &&
-	       verdict.facts.clocksource_kind == CPU_CLOCKSOURCE_TSC && !placement_whole_machine();
-}
-
-/* Carries the line of each CPU in carried on the round's narrowest sample
- * (its raw line on the raw one): drawn from it as if taken there, which is
- * what that CPU's own sample found at its last visit, within the two
- * sandwiches. None is carried without a fresh narrowest sample and the
- * machine's rate: those lines are left unsampled, withdrawn, and visited
- * next round.
- * Returns the soonest the carried lines want the next round. */
-static uint64_t round_carry(const unsigned long *carried, unsigned long *sampled,
-			    struct calib_sample narrowest, uint64_t shared_mult,
-			    struct raw_lines_round *raw, uint64_t scheduled_ns)
-{
-	uint64_t next_interval_ns = scheduled_ns;
-
-	/* Nor on a sample a later visit made old (round_forget_old_samples). */
-	if (narrowest.width_ns == UINT64_MAX || shared_mult == 0 ||
-	    libc_monotonic_ns() - narrowest.ns > PLACEMENT_VISIT_MAX_NS)
-		return next_interval_ns;
-	for (uint32_t cpu = cpu_mask_next(carried, PLACEMENT_MASK_WORDS, 0); cpu < CPU_MAX_CPUS;
-	     cpu = cpu_mask_next(carried, PLACEMENT_MASK_WORDS, cpu + 1)) {
-		struct lines_cpu *c = &lines_cpus[cpu];
-		uint64_t wanted;
-
-		round_samples[cpu] = narrowest;
-		cpu_mask_set(sampled, cpu);
-		c->carried_rounds++;
-		raw_lines_carry(raw, cpu);
-		debug_log("cpu %u: carried on the round's narrowest sample (%u in a row)", cpu,
-			  c->carried_rounds);
-		wanted = calib_next_interval_ns(&c->calib, &round_samples[cpu], scheduled_ns);
-		if (wanted < next_interval_ns)
-			next_interval_ns = wanted;
-	}
-	return next_interval_ns;
-}
-
 /* Leaves out of this round's lines the samples a later visit made old (it
  * waited to run on its CPU): a line drawn through one would be off by the
  * kernel's rate change times that wait. Their lines are withdrawn, and the
@@ -261,15 +208,12 @@ struct round_result round_run(uint64_t scheduled_ns, bool restart)
 	unsigned long visit[PLACEMENT_MASK_WORDS], home[PLACEMENT_MASK_WORDS];
 	unsigned long usable_cpus[PLACEMENT_MASK_WORDS];
 	unsigned long sampled[PLACEMENT_MASK_WORDS], renewed[PLACEMENT_MASK_WORDS];
-	unsigned long carried[PLACEMENT_MASK_WORDS];
 	struct calib_sample narrowest = { .width_ns = UINT64_MAX };
 	struct raw_lines_round raw;
 	uint64_t mult = 0, shared_mult = 0, best_uncertainty = UINT64_MAX, raw_wanted;
 	uint64_t round_start_ns = libc_monotonic_ns();
 	unsigned with_line = 0, usable = 0;
-	bool steady = true, relaunched, may_carry;
-	int on = sched_getcpu();
-	uint32_t here = on < 0 ? CPU_MAX_CPUS : (uint32_t)on;
+	bool steady = true, relaunched;
 
 	__atomic_store_n(&round_in_progress, true, __ATOMIC_RELAXED);
 	offsets_renew(false);
@@ -278,8 +222,6 @@ struct round_result round_run(uint64_t scheduled_ns, bool restart)
 	memset(usable_cpus, 0, sizeof usable_cpus);
 	memset(sampled, 0, sizeof sampled);
 	memset(renewed, 0, sizeof renewed);
-	memset(carried, 0, sizeof carried);
-	may_carry = round_may_carry(visit, here, restart);
 	raw_lines_round_begin(&raw);
 	/* First every CPU's sample, then the machine's slope from the least
 	 * uncertain of them, then every line drawn with it and aimed, within
@@ -292,14 +234,6 @@ struct round_result round_run(uint64_t scheduled_ns, bool restart)
 
 		/* A CPU that was not free lately is left to its validity. */
 		if (round_visit_skipped(cpu, round_start_ns)) {
-			usable++;
-			continue;
-		}
-		/* A CPU whose counter agrees with the others costs no move:
-		 * its line is carried (round_carry). */
-		if (!round_visit_needed(c, cpu == here, may_carry)) {
-			cpu_mask_set(carried, cpu);
-			cpu_mask_set(usable_cpus, cpu);
 			usable++;
 			continue;
 		}
@@ -343,10 +277,6 @@ struct round_result round_run(uint64_t scheduled_ns, bool restart)
 	     cpu = cpu_mask_next(sampled, PLACEMENT_MASK_WORDS, cpu + 1)) {
 		uint64_t wanted;
 
-		/* Whether a later round may carry this line (round_carry). */
-		lines_cpus[cpu].agrees = calib_sample_agrees(round_samples[cpu], narrowest,
-							     shared_mult, ROUND_AGREE_SLACK_NS);
-		lines_cpus[cpu].carried_rounds = 0;
 		round_samples[cpu] =
 		    calib_sample_toward(round_samples[cpu], narrowest, shared_mult);
 		wanted = restart ? CALIB_MIN_INTERVAL_NS
@@ -355,9 +285,6 @@ struct round_result round_run(uint64_t scheduled_ns, bool restart)
 		if (wanted < next_interval_ns)
 			next_interval_ns = wanted;
 	}
-	raw_wanted = round_carry(carried, sampled, narrowest, shared_mult, &raw, scheduled_ns);
-	if (raw_wanted < next_interval_ns)
-		next_interval_ns = raw_wanted;
 	raw_wanted = raw_lines_aim(&raw, scheduled_ns, restart);
 	if (raw_wanted < next_interval_ns)
 		next_interval_ns = raw_wanted;
