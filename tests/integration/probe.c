@@ -19,10 +19,13 @@
 /* Prints the outcome of each entry point, then exits with STATUS. */
 int main(int argc, char **argv)
 {
-	struct timespec mono, real, later, utc;
-	struct timeval tv;
+	/* Zero, so that a call that fails prints "sane 0" whatever the stack
+	 * held. */
+	struct timespec mono = { 0 }, real = { 0 }, later = { 0 }, utc = { 0 };
+	struct timeval tv = { 0 };
 	unsigned wait_ms;
 	time_t now;
+	int rc;
 
 	if (argc != 3) {
 		fprintf(stderr, "usage: %s WAIT_MS STATUS\n", argv[0]);
@@ -32,14 +35,19 @@ int main(int argc, char **argv)
 	printf("clock_gettime(CLOCK_MONOTONIC): %d\n", clock_gettime(CLOCK_MONOTONIC, &mono));
 	if (wait_ms > 0)
 		usleep(wait_ms * 1000);
-	printf("clock_gettime(CLOCK_REALTIME): %d, sane %d\n", clock_gettime(CLOCK_REALTIME, &real),
+	/* Each call before the printf that shows what it wrote: a function's
+	 * arguments are evaluated in no set order, and gcc 13 read the
+	 * timespec before the call that fills it, printing whatever the stack
+	 * held there, which differs with a library loaded, even a disabled one. */
+	rc = clock_gettime(CLOCK_REALTIME, &real);
+	printf("clock_gettime(CLOCK_REALTIME): %d, sane %d\n", rc,
 	       real.tv_sec > PROBE_SANE_SECONDS);
-	printf("gettimeofday: %d, sane %d\n", gettimeofday(&tv, NULL),
-	       tv.tv_sec > PROBE_SANE_SECONDS);
+	rc = gettimeofday(&tv, NULL);
+	printf("gettimeofday: %d, sane %d\n", rc, tv.tv_sec > PROBE_SANE_SECONDS);
 	now = time(NULL);
 	printf("time: sane %d\n", now > PROBE_SANE_SECONDS);
-	printf("timespec_get: %d, sane %d\n", timespec_get(&utc, TIME_UTC),
-	       utc.tv_sec > PROBE_SANE_SECONDS);
+	rc = timespec_get(&utc, TIME_UTC);
+	printf("timespec_get: %d, sane %d\n", rc, utc.tv_sec > PROBE_SANE_SECONDS);
 	printf("clock_gettime(100): %d\n", clock_gettime(100, &later));
 	clock_gettime(CLOCK_MONOTONIC, &later);
 	printf("monotonic did not go back: %d\n",
