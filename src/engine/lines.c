@@ -14,6 +14,10 @@
 #include "watch.h"
 
 struct lines_cpu lines_cpus[CPU_MAX_CPUS];
+/* The CPUs whose lines_cpus entry is allowed: the looks judge every line
+ * (lines_window) by a walk of this mask, not of all CPU_MAX_CPUS entries,
+ * a page of them apart, after each sleep. */
+static unsigned long lines_allowed[PLACEMENT_MASK_WORDS];
 
 /* What the lines' judgement remembers between rounds and looks. */
 static struct lines_memory {
@@ -187,7 +191,9 @@ uint64_t lines_window(uint64_t tsc, uint64_t now_ns, const struct lines_cpu *loo
 	uint64_t window = WATCH_VALID_NS;
 	uint64_t kernel_mult = looked != NULL ? lines_judging_rate(looked, 0) : 0;
 
-	for (uint32_t cpu = 0; cpu < CPU_MAX_CPUS; cpu++) {
+	for (uint32_t cpu = cpu_mask_next(lines_allowed, PLACEMENT_MASK_WORDS, 0);
+	     cpu < CPU_MAX_CPUS;
+	     cpu = cpu_mask_next(lines_allowed, PLACEMENT_MASK_WORDS, cpu + 1)) {
 		const struct lines_cpu *c = &lines_cpus[cpu];
 		uint64_t since, trusted;
 
@@ -272,6 +278,7 @@ void lines_cpu_allow(uint32_t cpu)
 	if (!lines_cpus[cpu].allowed)
 		table_set_calibrated(cpu, true);
 	lines_cpus[cpu].allowed = true;
+	cpu_mask_set(lines_allowed, cpu);
 }
 
 /* A CPU the thread does not visit (any more): its line is withdrawn, so
@@ -295,6 +302,7 @@ void lines_cpu_leaves(uint32_t cpu)
 	if (c->allowed)
 		table_set_calibrated(cpu, false);
 	c->allowed = false;
+	cpu_mask_clear(lines_allowed, cpu);
 }
 
 /* The CPUs that had a line and are not to be visited now leave. */

@@ -18,7 +18,9 @@
 
 /* What the engine knows about one CPU, also shown by fasttime --info. */
 struct lines_cpu {
-	bool allowed; /* online, and the refresh thread could run there last round */
+	/* online, and the refresh thread could run there last round; set by
+	 * lines_cpu_allow and lines_cpu_leaves only (lines.c keeps a mask) */
+	bool allowed;
 	bool dropped; /* failed too long: answering with libc */
 	struct calib_cpu calib;
 	enum calib_outcome last_outcome;

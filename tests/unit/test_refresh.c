@@ -14,6 +14,7 @@
 #include "round.h"
 #include "table.h"
 #include "unit.h"
+#include "watch.h"
 
 static struct settings refresh_test_settings(bool disabled)
 {
@@ -142,6 +143,27 @@ START_TEST(test_refresh_wakes_for_first_line)
 }
 END_TEST
 
+/* The looks' window is the least of every answering line's, whichever
+ * CPUs they are on: a line too noisy to trust (its sandwich as wide as the
+ * budget) on the last CPU there may be closes the window, until that CPU
+ * leaves. */
+START_TEST(test_refresh_window_walks_every_line)
+{
+	const uint32_t last = CPU_MAX_CPUS - 1;
+
+	memset(lines_cpus, 0, sizeof lines_cpus);
+	ck_assert_uint_eq(lines_window(0, 0, NULL, 0), WATCH_VALID_NS);
+	lines_cpu_allow(last);
+	lines_cpus[last].calib.line.mult = 1ull << 63;
+	lines_cpus[last].last_width_ns = WATCH_LINE_BUDGET_NS;
+	ck_assert_uint_eq(lines_window(0, 0, NULL, 0), 0);
+	lines_cpu_leaves(last);
+	ck_assert_uint_eq(lines_window(0, 0, NULL, 0), WATCH_VALID_NS);
+	memset(lines_cpus, 0, sizeof lines_cpus);
+	memset(&table_page.shared, 0, sizeof table_page.shared);
+}
+END_TEST
+
 /* A CPU whose line a skipped visit withdrew (a real-time thread owned it)
  * wakes the thread when its skip ends, not at the schedule; an earlier
  * schedule stands, and a CPU that still has its line, a skip already over
@@ -248,6 +270,7 @@ Suite *suite_refresh(void)
 	tcase_add_test(tc, test_refresh_stop_without_thread);
 	tcase_add_test(tc, test_refresh_wakes_for_first_line);
 	tcase_add_test(tc, test_refresh_wakes_when_skip_ends);
+	tcase_add_test(tc, test_refresh_window_walks_every_line);
 	tcase_add_test(tc, test_refresh_drop_after_15_s);
 	tcase_add_test(tc, test_refresh_clamp_after_tsc_answers);
 	suite_add_tcase(s, tc);
