@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "clock.h"
 #include "cpu.h"
@@ -62,7 +63,10 @@ __attribute__((constructor)) static void preload_init(void)
 	struct service_page_look look;
 	bool rseq_registered, served = false;
 
-	settings_load(&settings, settings_secure_getenv, debug_write_line);
+	settings_load(&settings,
+		      settings_environment_matters(environ) ? settings_secure_getenv
+							    : settings_lookup_nothing,
+		      debug_write_line);
 	if (&fasttime_service_process != NULL)
 		settings.disabled = true;
 	debug_enabled = settings.debug;
