@@ -102,7 +102,8 @@ static bool signal_guard_passes(int sig)
  * would otherwise pay libc's registration. */
 void signal_guard_watch_forks(void)
 {
-	static bool watching;
+	/* In the .data page: a shell installs handlers at its start. */
+	static bool watching START_DATA;
 
 	if (__atomic_load_n(&watching, __ATOMIC_ACQUIRE) ||
 	    __atomic_exchange_n(&watching, true, __ATOMIC_ACQ_REL))
