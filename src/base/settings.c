@@ -184,6 +184,44 @@ bool settings_page_none(const struct settings *settings)
 	       (settings->page[0] == '\0' || strcmp(settings->page, "none") == 0);
 }
 
+/* Whether entry begins with prefix. */
+static bool settings_begins_with(const char *entry, const char *prefix)
+{
+	for (; *prefix != '\0'; entry++, prefix++)
+		if (*entry != *prefix)
+			return false;
+	return true;
+}
+
+/* Whether word occurs in text. */
+static bool settings_contains(const char *text, const char *word)
+{
+	for (; *text != '\0'; text++)
+		if (settings_begins_with(text, word))
+			return true;
+	return false;
+}
+
+bool settings_environment_matters(char *const *env)
+{
+	if (env == NULL)
+		return false;
+	for (; *env != NULL; env++) {
+		if (settings_begins_with(*env, "FASTTIME_"))
+			return true;
+		if (settings_begins_with(*env, "LD_PRELOAD=") &&
+		    settings_contains(*env, "vgpreload_core"))
+			return true;
+	}
+	return false;
+}
+
+const char *settings_lookup_nothing(const char *name)
+{
+	(void)name;
+	return NULL;
+}
+
 const char *settings_secure_getenv(const char *name)
 {
 #ifdef HAVE_SECURE_GETENV

@@ -44,6 +44,17 @@ bool settings_parse_range(const char *value, uint32_t min, uint32_t max, uint32_
  * it knows; *bad is the first item it cannot use (NULL when none). */
 uint32_t settings_parse_hwcaps(const char *value, const char **bad, size_t *bad_len);
 
+/* Whether env (an environ array) holds anything settings_load would read:
+ * a FASTTIME_* variable, or an LD_PRELOAD naming valgrind's preload. Where
+ * it holds none, settings_load may be given settings_lookup_nothing: the
+ * defaults come out the same, and a process start looks nothing up in
+ * libc (whose getenv and string functions are pages of code that process
+ * would not touch otherwise). Compares by hand, calling no function. */
+bool settings_environment_matters(char *const *env);
+
+/* A lookup that finds nothing: settings_load's defaults. */
+const char *settings_lookup_nothing(const char *name);
+
 /* Fills settings from lookup; each value it cannot use gets one warning line
  * and its default. */
 void settings_load(struct settings *settings, settings_lookup_fn lookup, settings_warn_fn warn);

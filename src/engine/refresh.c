@@ -34,6 +34,7 @@
 #include "sandbox.h"
 #include "service_page.h"
 #include "signal_guard.h"
+#include "start_data.h"
 #include "table.h"
 #include "timespec_ns.h"
 #include "verdict.h"
@@ -321,6 +322,13 @@ void refresh_start(void)
 		errno = saved_errno;
 		return;
 	}
+	/* A fork child has something to reset from now on (refresh.started). */
+	refresh_watch_forks();
+	/* The kernel's clocksource, which a process that never reads the
+	 * clock need not pay for: read here, in the time call that starts
+	 * the thread, by raw system calls, the descriptor closed before the
+	 * call returns (and never by the thread, which opens none). */
+	verdict_read_kernel();
 	table_set_start_pending(false);
 	__atomic_store_n(&refresh.stop_word, 0, __ATOMIC_RELEASE);
 	/* Before the thread exists: whoever stops it asks whose it is. */
@@ -521,8 +529,31 @@ void refresh_after_fork_in_child(void)
 		refresh_set_state(REFRESH_IDLE);
 }
 
+/* Set by the preloaded library's constructor: a calibration service's
+ * own fork children (the command it runs) must not run the handler, which
+ * would write in the page the service publishes. */
+static bool refresh_forks_to_watch START_DATA;
+
+void refresh_watch_forks_of_this_process(void)
+{
+	refresh_forks_to_watch = true;
+	if (!START_FORK_HANDLERS_LATE)
+		refresh_watch_forks();
+}
+
+void refresh_watch_forks(void)
+{
+	static bool watching;
+
+	if (!refresh_forks_to_watch || __atomic_load_n(&watching, __ATOMIC_ACQUIRE) ||
+	    __atomic_exchange_n(&watching, true, __ATOMIC_ACQ_REL))
+		return;
+	pthread_atfork(NULL, NULL, refresh_after_fork_in_child);
+}
+
 void refresh_note_new_time_namespace_for_children(void)
 {
+	refresh_watch_forks();
 	refresh.children_in_new_time_namespace = true;
 }
 

@@ -91,6 +91,18 @@ void refresh_note_new_time_namespace_for_children(void);
 /* In a fork child: the thread is gone; the next slow call starts another. */
 void refresh_after_fork_in_child(void);
 
+/* Has libc run refresh_after_fork_in_child in every fork child from now
+ * on; once, and only in a process whose constructor asked for it
+ * (refresh_watch_forks_of_this_process). Called by whatever first leaves a
+ * child something to reset: a thread start, a page that serves, a new
+ * time namespace for children. A process that never reads the clock then
+ * pays no registration, and its fork children run nothing of ours. */
+void refresh_watch_forks(void);
+/* For the preloaded library's constructor: this process's fork children
+ * are to be watched; at once where libc cannot take a fork handler late
+ * (start_data.h). */
+void refresh_watch_forks_of_this_process(void);
+
 /* A process made without fork() (_Fork, a raw clone) runs no atfork
  * handler: its state still says RUNNING, but the thread stayed in the
  * parent, and its inherited lines go stale within the watch's validity.

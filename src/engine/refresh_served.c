@@ -23,6 +23,7 @@
  * constructor may already read the clock, and must not start ours. */
 void refresh_serve(const struct settings *settings)
 {
+	refresh_watch_forks();
 	refresh_take_settings(settings);
 	signal_guard_set_pass_through(true);
 	refresh_set_state(REFRESH_SERVED);

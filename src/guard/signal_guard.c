@@ -95,9 +95,27 @@ static bool signal_guard_passes(int sig)
 	       __atomic_load_n(&signal_guard_installs.pass_through, __ATOMIC_ACQUIRE);
 }
 
+/* Has libc run signal_guard_after_fork_in_child in every fork child from
+ * now on; once. Late where libc allows it (start_data.h): at the first
+ * install that takes a flag, for a process that installs no handler
+ * through us has no flag for a child to free, and every process start
+ * would otherwise pay libc's registration. */
+void signal_guard_watch_forks(void)
+{
+	/* In the .data page: a shell installs handlers at its start. */
+	static bool watching START_DATA;
+
+	if (__atomic_load_n(&watching, __ATOMIC_ACQUIRE) ||
+	    __atomic_exchange_n(&watching, true, __ATOMIC_ACQ_REL))
+		return;
+	pthread_atfork(NULL, NULL, signal_guard_after_fork_in_child);
+}
+
 /* Takes sig's install flag if no install holds it; never waits. */
 static bool signal_guard_hold(int sig)
 {
+	if (START_FORK_HANDLERS_LATE)
+		signal_guard_watch_forks();
 	if (__atomic_exchange_n(&signal_guard_installs.busy[sig], true, __ATOMIC_ACQUIRE))
 		return false;
 	signal_guard_thread.held |= signal_guard_bit(sig);

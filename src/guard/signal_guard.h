@@ -91,4 +91,9 @@ signal_guard_handler signal_guard_sigset(int sig, signal_guard_handler dispositi
  * never ends here, so its signal is free again. */
 void signal_guard_after_fork_in_child(void);
 
+/* Registers signal_guard_after_fork_in_child with libc, once: from the
+ * constructor where libc cannot take a fork handler late (start_data.h),
+ * else at the first install that takes a flag. */
+void signal_guard_watch_forks(void);
+
 #endif

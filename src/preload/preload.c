@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "clock.h"
 #include "cpu.h"
@@ -43,29 +44,29 @@ static inline bool preload_is_null(const void *pointer)
  * linker's one lookup. */
 extern const char fasttime_service_process __attribute__((weak));
 
-static void preload_after_fork_in_child(void)
-{
-	refresh_after_fork_in_child();
-}
-
 /* Cheap facts only: no thread, no waiting, no CPUID (under a hypervisor
  * each one is a VM exit) and no symbol lookup: all of that is paid by every
  * process start, even one that never reads the clock, as is every page it
  * touches (start_data.h). One system call of well under a microsecond,
- * prctl(PR_GET_SECCOMP) (sandbox.h). The files, a calibration service's
- * page and, where none serves, the kernel's clocksource, are read here:
- * before main() no descriptor of the program's can be taken or closed
- * under us (service_page_find, verdict_read_kernel). A page that serves is
+ * prctl(PR_GET_SECCOMP) (sandbox.h). A calibration service's page is
+ * looked for here: before main() no descriptor of the program's can be
+ * taken or closed under us (service_page_find). A page that serves is
  * mapped over the table, and then no thread of ours runs in the process.
- * libc's functions are looked up by the first call that needs one; the
- * refresh thread checks the processor when it starts. */
+ * What only a thread of our own needs waits for the call that starts it:
+ * the kernel's clocksource (refresh_start) and, where libc takes them
+ * late, the fork handlers (refresh_watch_forks). libc's functions are
+ * looked up by the first call that needs one; the refresh thread checks
+ * the processor when it starts. */
 __attribute__((constructor)) static void preload_init(void)
 {
 	struct settings settings;
 	struct service_page_look look;
 	bool rseq_registered, served = false;
 
-	settings_load(&settings, settings_secure_getenv, debug_write_line);
+	settings_load(&settings,
+		      settings_environment_matters(environ) ? settings_secure_getenv
+							    : settings_lookup_nothing,
+		      debug_write_line);
 	if (&fasttime_service_process != NULL)
 		settings.disabled = true;
 	debug_enabled = settings.debug;
@@ -75,14 +76,10 @@ __attribute__((constructor)) static void preload_init(void)
 		rseq_registered = cpu_rseq_init();
 		/* Before the program can install a filter of its own. */
 		sandbox_record();
-		pthread_atfork(NULL, NULL, preload_after_fork_in_child);
+		refresh_watch_forks_of_this_process();
 		/* No buffer for the path here: each page of stack first touched
 		 * is a page fault of every process start. */
 		served = service_page_find(&settings, rseq_registered, true, NULL, &look);
-		/* A served process, the common one where a service runs, reads
-		 * it only if it ever leaves the page. */
-		if (!served)
-			verdict_read_kernel();
 	}
 	if (served) {
 		debug_log("calibration served by the page %s (service pid %d): no thread",

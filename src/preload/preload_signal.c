@@ -13,6 +13,7 @@
 #include <signal.h>
 
 #include "signal_guard.h"
+#include "start_data.h"
 
 #define PRELOAD_SIGNAL_EXPORT __attribute__((visibility("default")))
 
@@ -68,5 +69,6 @@ PRELOAD_SIGNAL_EXPORT signal_guard_handler sigset(int sig, signal_guard_handler 
  * thread of its parent that fork did not copy. */
 __attribute__((constructor)) static void preload_signal_init(void)
 {
-	pthread_atfork(NULL, NULL, signal_guard_after_fork_in_child);
+	if (!START_FORK_HANDLERS_LATE)
+		signal_guard_watch_forks();
 }

@@ -122,7 +122,9 @@ void service_page_time_namespace(uint64_t *device, uint64_t *inode)
 void service_page_expect_from(struct service_page_expect *expect, const struct settings *settings,
 			      bool rseq_registered)
 {
-	expect->uid = geteuid();
+	/* By the system call itself: every process start runs this, and
+	 * libc's wrapper is a page of code it would not touch otherwise. */
+	expect->uid = (uid_t)raw_syscall(SYS_geteuid, 0, 0, 0, 0, 0, 0);
 	expect->relaxed = settings->relaxed;
 	expect->force = settings->force;
 	expect->hidden_hwcaps = settings->hidden_hwcaps;
@@ -277,16 +279,54 @@ static void service_page_copy_path(char path[PATH_MAX], const char *source)
 	path[length] = '\0';
 }
 
+/* One place service_page_find looks: true when its page serves. A page
+ * not found at a default place (named false) leaves look as it was. */
+static bool service_page_find_at(const char *at, bool named,
+				 const struct service_page_expect *expect, bool attach,
+				 char path[PATH_MAX], struct service_page_look *look)
+{
+	struct service_page_look this;
+
+	service_page_look_at(at, expect, attach, &this);
+	if (!this.found && !named)
+		return false;
+	*look = this;
+	if (path != NULL)
+		service_page_copy_path(path, at);
+	if (this.refused == NULL)
+		return true;
+	debug_log("not served by the page %s: %s", at, this.refused);
+	/* Stale only: fresh again, it serves (service_page_take_up). Copied
+	 * by its own length: FASTTIME_PAGE's string may end at the top of the
+	 * stack, where reading PATH_MAX bytes would fault; a path too long for
+	 * the buffer is not awaited. */
+	if (attach && service_page_awaited_path[0] == '\0' &&
+	    strcmp(this.refused, SERVICE_PAGE_STALE_WHY) == 0 &&
+	    strlen(at) < sizeof service_page_awaited_path) {
+		service_page_copy_path(service_page_awaited_path, at);
+		service_page_awaited_expect = *expect;
+	}
+	return false;
+}
+
+/* The user's page, for a process not run by root. Apart, and never
+ * inlined: its path's buffer would otherwise lengthen the stack of every
+ * process start by a page, each page of stack first touched being a page
+ * fault. */
+__attribute__((noinline)) static bool
+service_page_find_user(const struct service_page_expect *expect, bool attach, char path[PATH_MAX],
+		       struct service_page_look *look)
+{
+	char user[PATH_MAX];
+
+	return service_page_user_path(user) &&
+	       service_page_find_at(user, false, expect, attach, path, look);
+}
+
 bool service_page_find(const struct settings *settings, bool rseq_registered, bool attach,
 		       char path[PATH_MAX], struct service_page_look *look)
 {
 	struct service_page_expect expect;
-	/* The system's page, then, but for root, the user's. Only the
-	 * user's path needs a buffer: this runs in every process's
-	 * constructor, where each page of stack first touched is a fault. */
-	char user[PATH_MAX];
-	const char *paths[2];
-	unsigned count = 0;
 
 	service_page_expect_from(&expect, settings, rseq_registered);
 	if (path != NULL)
@@ -295,37 +335,13 @@ bool service_page_find(const struct settings *settings, bool rseq_registered, bo
 	look->refused = "no page";
 	if (settings_page_none(settings))
 		return false;
-	if (settings->page != NULL) {
-		paths[count++] = settings->page;
-	} else {
-		paths[count++] = SERVICE_PAGE_SYSTEM_PATH;
-		if (expect.uid != 0 && service_page_user_path(user))
-			paths[count++] = user;
-	}
-	for (unsigned i = 0; i < count; i++) {
-		struct service_page_look this;
-
-		service_page_look_at(paths[i], &expect, attach, &this);
-		if (!this.found && settings->page == NULL)
-			continue;
-		*look = this;
-		if (path != NULL)
-			service_page_copy_path(path, paths[i]);
-		if (this.refused == NULL)
-			return true;
-		debug_log("not served by the page %s: %s", paths[i], this.refused);
-		/* Stale only: fresh again, it serves (service_page_take_up).
-		 * Copied by its own length: FASTTIME_PAGE's string may end at
-		 * the top of the stack, where reading PATH_MAX bytes would
-		 * fault; a path too long for the buffer is not awaited. */
-		if (attach && service_page_awaited_path[0] == '\0' &&
-		    strcmp(this.refused, SERVICE_PAGE_STALE_WHY) == 0 &&
-		    strlen(paths[i]) < sizeof service_page_awaited_path) {
-			service_page_copy_path(service_page_awaited_path, paths[i]);
-			service_page_awaited_expect = expect;
-		}
-	}
-	return false;
+	/* The named page; else the system's, then, but for root, the
+	 * user's. */
+	if (settings->page != NULL)
+		return service_page_find_at(settings->page, true, &expect, attach, path, look);
+	if (service_page_find_at(SERVICE_PAGE_SYSTEM_PATH, false, &expect, attach, path, look))
+		return true;
+	return expect.uid != 0 && service_page_find_user(&expect, attach, path, look);
 }
 
 bool service_page_leave(bool only_if_abandoned)

@@ -17,6 +17,18 @@
 struct table_page table_page __attribute__((section(".lbss.fasttime_table")));
 bool table_read_only START_DATA;
 const uint32_t *table_own_flags = &table_page.shared.api_flags[TABLE_MODE_ORDERED];
+/* This process's reading mode (table_set_mode). */
+static enum table_mode table_mode_of_process START_DATA = TABLE_MODE_ORDERED;
+/* The readers' flags until the table's own words are first written: a
+ * process that has not started its thread has only CLOCK_START_PENDING to
+ * show, and showing it from here, in the .data page the loader writes
+ * anyway, spares every process start the page fault of a first write into
+ * the table (table_set_start_pending). In use while table_pending_here. */
+static uint32_t table_pending_word START_DATA = CLOCK_START_PENDING;
+static bool table_pending_here START_DATA;
+/* Whether the table's flags were ever set, or asked to be while a page
+ * stood in the table's place: from then on they are the readers'. */
+static bool table_flags_set START_DATA;
 /* Aligned, and a whole number of cache lines: the readers' rare writes here
  * never take a line the read path loads. */
 unsigned long table_wanted[TABLE_WANTED_WORDS] __attribute__((aligned(64)));
@@ -131,20 +143,44 @@ void table_wanted_clear(void)
 
 void table_set_mode(bool relaxed)
 {
-	table_own_flags =
-	    &table_page.shared.api_flags[relaxed ? TABLE_MODE_RELAXED : TABLE_MODE_ORDERED];
+	table_mode_of_process = relaxed ? TABLE_MODE_RELAXED : TABLE_MODE_ORDERED;
+	if (!table_pending_here)
+		__atomic_store_n(&table_own_flags,
+				 &table_page.shared.api_flags[table_mode_of_process],
+				 __ATOMIC_RELEASE);
 }
 
 enum table_mode table_own_mode(void)
 {
-	return (enum table_mode)(table_own_flags - table_page.shared.api_flags);
+	return table_mode_of_process;
+}
+
+/* Before the table's words are written: if the readers' flags are still
+ * table_pending_word, the table's words take its CLOCK_START_PENDING and
+ * the readers are pointed back at them. */
+static void table_flags_back_in_table(void)
+{
+	if (!__atomic_load_n(&table_flags_set, __ATOMIC_RELAXED))
+		__atomic_store_n(&table_flags_set, true, __ATOMIC_RELAXED);
+	if (!__atomic_load_n(&table_pending_here, __ATOMIC_ACQUIRE))
+		return;
+	/* A page in the table's place keeps the service's flags. */
+	for (unsigned mode = 0; mode < TABLE_MODE_COUNT && !table_is_read_only(); mode++)
+		__atomic_fetch_or(&table_page.shared.api_flags[mode], CLOCK_START_PENDING,
+				  __ATOMIC_RELEASE);
+	__atomic_store_n(&table_own_flags, &table_page.shared.api_flags[table_mode_of_process],
+			 __ATOMIC_RELEASE);
+	__atomic_store_n(&table_pending_here, false, __ATOMIC_RELEASE);
 }
 
 void table_publish_flags(enum table_mode mode, uint32_t flags)
 {
 	uint32_t *word, seen;
 
-	if (table_is_read_only() || mode >= TABLE_MODE_COUNT)
+	if (mode >= TABLE_MODE_COUNT)
+		return;
+	table_flags_back_in_table();
+	if (table_is_read_only())
 		return;
 	word = &table_page.shared.api_flags[mode];
 	seen = __atomic_load_n(word, __ATOMIC_RELAXED);
@@ -156,6 +192,17 @@ void table_publish_flags(enum table_mode mode, uint32_t flags)
 
 void table_set_start_pending(bool pending)
 {
+	/* The first start pending of a process (its constructor's), while
+	 * the table's words were never set: shown from table_pending_word,
+	 * the table's page left untouched. */
+	if (pending &&
+	    (__atomic_load_n(&table_pending_here, __ATOMIC_ACQUIRE) ||
+	     (!__atomic_load_n(&table_flags_set, __ATOMIC_RELAXED) && !table_is_read_only()))) {
+		__atomic_store_n(&table_pending_here, true, __ATOMIC_RELEASE);
+		__atomic_store_n(&table_own_flags, &table_pending_word, __ATOMIC_RELEASE);
+		return;
+	}
+	table_flags_back_in_table();
 	if (table_is_read_only())
 		return;
 	for (unsigned mode = 0; mode < TABLE_MODE_COUNT; mode++) {
@@ -170,6 +217,7 @@ void table_set_start_pending(bool pending)
 
 void table_stop_answering(const uint32_t flags[TABLE_MODE_COUNT])
 {
+	table_flags_back_in_table();
 	if (table_is_read_only())
 		return;
 	for (unsigned mode = 0; mode < TABLE_MODE_COUNT; mode++)

@@ -42,11 +42,11 @@ static void refresh_test_teardown(void)
 	memset(&table_page.shared, 0, sizeof table_page.shared);
 }
 
+/* As the entry points see it (table_api_flags): the table's word, or the
+ * word a process that never wrote the table shows instead. */
 static bool refresh_test_pending(void)
 {
-	return (__atomic_load_n(&table_page.shared.api_flags[TABLE_MODE_ORDERED],
-				__ATOMIC_ACQUIRE) &
-		CLOCK_START_PENDING) != 0;
+	return (table_api_flags() & CLOCK_START_PENDING) != 0;
 }
 
 /* Enabled: the first time call is to start the thread. Disabled: never. */
@@ -60,6 +60,35 @@ START_TEST(test_refresh_start_pending_from_settings)
 	refresh_configure(&off);
 	ck_assert_int_eq(refresh_state, REFRESH_OFF);
 	ck_assert(!refresh_test_pending());
+}
+END_TEST
+
+/* A process start that only configures leaves the table's page untouched
+ * (its first write would be a page fault of every process start): the
+ * start is due all the same, and once anything is published the table's
+ * words carry the bit and the readers read them again. */
+START_TEST(test_refresh_start_pending_leaves_table)
+{
+	struct settings on = refresh_test_settings(false);
+
+	refresh_configure(&on);
+	ck_assert(refresh_test_pending());
+	ck_assert_uint_eq(table_page.shared.api_flags[TABLE_MODE_ORDERED], 0);
+	ck_assert_uint_eq(table_page.shared.api_flags[TABLE_MODE_RELAXED], 0);
+	ck_assert(table_own_flags != &table_page.shared.api_flags[TABLE_MODE_ORDERED]);
+	ck_assert_int_eq(table_own_mode(), TABLE_MODE_ORDERED);
+
+	table_publish_flags(TABLE_MODE_ORDERED, CLOCK_API_MONOTONIC);
+	ck_assert(table_own_flags == &table_page.shared.api_flags[TABLE_MODE_ORDERED]);
+	ck_assert_uint_eq(table_api_flags(), CLOCK_API_MONOTONIC | CLOCK_START_PENDING);
+	ck_assert_uint_eq(table_page.shared.api_flags[TABLE_MODE_RELAXED], CLOCK_START_PENDING);
+	table_set_start_pending(false);
+	ck_assert_uint_eq(table_api_flags(), CLOCK_API_MONOTONIC);
+	/* From now on a pending start is the table's bit again. */
+	table_set_start_pending(true);
+	ck_assert(table_own_flags == &table_page.shared.api_flags[TABLE_MODE_ORDERED]);
+	ck_assert_uint_eq(table_page.shared.api_flags[TABLE_MODE_ORDERED],
+			  CLOCK_API_MONOTONIC | CLOCK_START_PENDING);
 }
 END_TEST
 
@@ -97,10 +126,10 @@ START_TEST(test_refresh_start_pending_after_fork)
 	struct settings off = refresh_test_settings(true);
 
 	__atomic_store_n(&refresh_state, REFRESH_RUNNING, __ATOMIC_RELEASE);
-	__atomic_store_n(&table_page.shared.api_flags[TABLE_MODE_ORDERED], chosen,
-			 __ATOMIC_RELEASE);
+	table_publish_flags(TABLE_MODE_ORDERED, chosen);
 	refresh_after_fork_in_child();
 	ck_assert_int_eq(refresh_state, REFRESH_IDLE);
+	ck_assert_uint_eq(table_api_flags(), chosen | CLOCK_START_PENDING);
 	ck_assert_uint_eq(table_page.shared.api_flags[TABLE_MODE_ORDERED],
 			  chosen | CLOCK_START_PENDING);
 
@@ -266,6 +295,7 @@ Suite *suite_refresh(void)
 
 	tcase_add_checked_fixture(tc, refresh_test_setup, refresh_test_teardown);
 	tcase_add_test(tc, test_refresh_start_pending_from_settings);
+	tcase_add_test(tc, test_refresh_start_pending_leaves_table);
 	tcase_add_test(tc, test_refresh_start_pending_after_fork);
 	tcase_add_test(tc, test_refresh_stop_without_thread);
 	tcase_add_test(tc, test_refresh_wakes_for_first_line);

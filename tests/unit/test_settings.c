@@ -390,6 +390,47 @@ START_TEST(test_settings_hwcaps_unusable)
 }
 END_TEST
 
+/* Which environments make the constructor look its settings up: any
+ * FASTTIME_* variable, or valgrind's preload; no other, so that a process
+ * start without them calls nothing in libc for its settings. */
+START_TEST(test_settings_environment_matters)
+{
+	char *none[] = { "PATH=/bin", "LD_PRELOAD=/usr/lib/fasttime/libfasttime.so", NULL };
+	char *near[] = { "FASTTIME=1", "XFASTTIME_DEBUG=1", "fasttime_debug=1", "FASTTIM", NULL };
+	char *empty[] = { NULL };
+	char *one[] = { "HOME=/root", "FASTTIME_DEBUG=1", NULL };
+	char *bare[] = { "FASTTIME_", NULL };
+	char *valgrind[] = { "LD_PRELOAD=/usr/libexec/valgrind/vgpreload_core-amd64-linux.so",
+			     NULL };
+	char *other_preload[] = { "LD_PRELOAD_X=vgpreload_core", NULL };
+
+	ck_assert(!settings_environment_matters(NULL));
+	ck_assert(!settings_environment_matters(empty));
+	ck_assert(!settings_environment_matters(none));
+	ck_assert(!settings_environment_matters(near));
+	ck_assert(!settings_environment_matters(other_preload));
+	ck_assert(settings_environment_matters(one));
+	ck_assert(settings_environment_matters(bare));
+	ck_assert(settings_environment_matters(valgrind));
+}
+END_TEST
+
+/* Where the environment does not matter, the lookup that finds nothing
+ * gives settings_load's defaults, with no warning. */
+START_TEST(test_settings_lookup_nothing)
+{
+	struct settings settings;
+
+	settings_test_clear();
+	settings_load(&settings, settings_lookup_nothing, settings_test_warn);
+	ck_assert(!settings.disabled && !settings.debug && !settings.force && !settings.relaxed);
+	ck_assert_uint_eq(settings.hidden_hwcaps, 0);
+	ck_assert_ptr_null(settings.page);
+	ck_assert_uint_eq(settings.interval_ms, SETTINGS_DEFAULT_INTERVAL_MS);
+	ck_assert_uint_eq(settings_test_warning_count, 0);
+}
+END_TEST
+
 Suite *suite_settings(void)
 {
 	Suite *suite = suite_create("settings");
@@ -401,6 +442,8 @@ Suite *suite_settings(void)
 	tcase_add_test(tc, test_settings_modes);
 	tcase_add_test(tc, test_settings_intervals);
 	tcase_add_test(tc, test_settings_empty);
+	tcase_add_test(tc, test_settings_environment_matters);
+	tcase_add_test(tc, test_settings_lookup_nothing);
 	suite_add_tcase(suite, tc);
 
 	tc = tcase_create("warnings");
