@@ -87,10 +87,12 @@ extern __attribute__((visibility("hidden"))) struct table_page table_page;
  * every writer below then returns without writing (a write would fault). */
 extern __attribute__((visibility("hidden"))) bool table_read_only;
 
-/* This process's mode's word of api_flags: set once, before any reader
- * or writer (table_set_mode), and never again. A pointer rather than an
- * index: the read path loads it and then the word, with no address to
- * compute between. */
+/* This process's mode's word of api_flags: set by table_set_mode before
+ * any reader, pointed at table_pending_word by the constructor's pending
+ * start (so that a start writes no page of the table) and back at the
+ * table's word at the table's first write. A pointer rather than an index:
+ * the read path loads it and then the word, with no address to compute
+ * between; both loads are atomic (on x86-64 each is one plain mov). */
 extern __attribute__((visibility("hidden"))) const uint32_t *table_own_flags;
 
 /* The mode of this process's readers (settings.relaxed). */
@@ -101,7 +103,8 @@ enum table_mode table_own_mode(void);
 /* The flags this process's entry points read: its own mode's word. */
 static inline uint32_t table_api_flags(void)
 {
-	return __atomic_load_n(table_own_flags, __ATOMIC_RELAXED);
+	return __atomic_load_n(__atomic_load_n(&table_own_flags, __ATOMIC_ACQUIRE),
+			       __ATOMIC_RELAXED);
 }
 
 /* The CPUs on which readers found no line, one bit each, on cache lines of
