@@ -4,6 +4,7 @@
  * thread is started here. */
 #include "config.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "api_choice.h"
@@ -70,7 +71,14 @@ END_TEST
 START_TEST(test_refresh_start_pending_leaves_table)
 {
 	struct settings on = refresh_test_settings(false);
+	const char *fork_mode = getenv("CK_FORK");
 
+	/* A process's first start comes once: where Check runs every test in
+	 * one process (CK_FORK=no, as make check-valgrind does) the tests
+	 * before this one have written the table already. make check runs
+	 * it in a child of its own. */
+	if (fork_mode != NULL && strcmp(fork_mode, "no") == 0)
+		return;
 	refresh_configure(&on);
 	ck_assert(refresh_test_pending());
 	ck_assert_uint_eq(table_page.shared.api_flags[TABLE_MODE_ORDERED], 0);
