@@ -105,6 +105,13 @@ void signal_guard_watch_forks(void)
 	/* In the .data page: a shell installs handlers at its start. */
 	static bool watching START_DATA;
 
+	/* Never from inside a handler: the code it interrupted may hold
+	 * libc's fork-handler lock (in pthread_atfork, or in fork), and a
+	 * registration waits for that lock. An install outside any handler
+	 * registers; until then a fork child keeps a flag another thread
+	 * held, and its installs of that signal go to libc unwrapped. */
+	if (signal_guard_thread.depth > 0)
+		return;
 	if (__atomic_load_n(&watching, __ATOMIC_ACQUIRE) ||
 	    __atomic_exchange_n(&watching, true, __ATOMIC_ACQ_REL))
 		return;
