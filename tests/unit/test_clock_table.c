@@ -1,7 +1,7 @@
 /* The clock table's rows and the api_flags bits they name: each row's bit
  * is its clock id's, the groups of bits never share one, and each row is
- * found by its id and by its offset kind. No TSC is read: this suite runs
- * on any machine. */
+ * found by its id and by its offset kind; the entry-point table agrees with
+ * it. No TSC is read: this suite runs on any machine. */
 #include "config.h"
 
 #include <limits.h>
@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "clock_table.h"
+#include "entry_table.h"
 #include "unit.h"
 
 /* Every single bit api_flags may hold, by group, for the disjointness
@@ -212,6 +213,63 @@ START_TEST(test_clock_table_offset_round_trip)
 }
 END_TEST
 
+/* Each entry point has a bit of its own, and together they are every
+ * CLOCK_API_* bit; each reads a clock of the clock table, among whose
+ * entry points it is, and each clock's entry points are the rows that
+ * read it. */
+START_TEST(test_entry_table_rows)
+{
+	uint32_t apis = 0;
+
+	for (unsigned e = 0; e < ENTRY_COUNT; e++) {
+		const struct entry_row *entry = &entry_table[e];
+		const struct clock_row *row = clock_table_row(entry->clock);
+		uint32_t readers = 0;
+
+		ck_assert_msg(entry->api != 0 && (entry->api & (entry->api - 1)) == 0,
+			      "%s: api %#x is not one bit", entry->name, entry->api);
+		ck_assert_msg((apis & entry->api) == 0, "%s: bit %#x used twice", entry->name,
+			      entry->api);
+		apis |= entry->api;
+		ck_assert_msg(row != NULL, "%s reads clock %d, which has no row", entry->name,
+			      (int)entry->clock);
+		for (unsigned f = 0; f < ENTRY_COUNT; f++)
+			if (entry_table[f].clock == entry->clock)
+				readers |= entry_table[f].api;
+		ck_assert_msg(row->entry_points == readers,
+			      "%s: its clock's entry points %#x, not the rows that read it %#x",
+			      entry->name, row->entry_points, readers);
+	}
+	ck_assert_uint_eq(apis, CLOCK_API_ALL);
+}
+END_TEST
+
+/* Every entry point has each of its names, none shared with another row,
+ * and its key is one word of the api.NAME.* keys: lower case, digits and
+ * underscores. */
+START_TEST(test_entry_table_names)
+{
+	for (unsigned e = 0; e < ENTRY_COUNT; e++) {
+		const struct entry_row *entry = &entry_table[e];
+
+		ck_assert_msg(entry->name != NULL && entry->name[0] != '\0', "entry %u: no name",
+			      e);
+		ck_assert_msg(entry->key != NULL && entry->key[0] != '\0', "%s: no key",
+			      entry->name);
+		ck_assert_msg(entry->bench_name != NULL && entry->bench_name[0] != '\0',
+			      "%s: no bench name", entry->name);
+		ck_assert_msg(strspn(entry->key, "abcdefghijklmnopqrstuvwxyz0123456789_") ==
+				  strlen(entry->key),
+			      "%s: key \"%s\" is not one word", entry->name, entry->key);
+		for (unsigned f = 0; f < e; f++) {
+			ck_assert_str_ne(entry_table[f].name, entry->name);
+			ck_assert_str_ne(entry_table[f].key, entry->key);
+			ck_assert_str_ne(entry_table[f].bench_name, entry->bench_name);
+		}
+	}
+}
+END_TEST
+
 Suite *suite_clock_table(void)
 {
 	Suite *suite = suite_create("clock_table");
@@ -222,6 +280,8 @@ Suite *suite_clock_table(void)
 	tcase_add_test(tc, test_clock_table_bits_disjoint);
 	tcase_add_test(tc, test_clock_table_row_lookup);
 	tcase_add_test(tc, test_clock_table_offset_round_trip);
+	tcase_add_test(tc, test_entry_table_rows);
+	tcase_add_test(tc, test_entry_table_names);
 	suite_add_tcase(suite, tc);
 	return suite;
 }
