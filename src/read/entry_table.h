@@ -1,11 +1,12 @@
 /* The entry points fasttime answers, as a table: one row per entry point
  * (clock_gettime once per clock it answers, then gettimeofday, time and
- * timespec_get), giving its api_flags bit, the clock it reads (its row in
- * clock_table.h) and its names: in the debug lines and --info, in the
- * api.NAME.* keys of --info --format=keys, and in fasttime-bench's table
- * and CSV. The per-API choice measures the entry points in this order,
- * --info lists them in it, and the bench names them from it. Adding a
- * clock is a row here beside its row in clock_table.h. */
+ * timespec_get), written once, in entry_table.def. A row gives the entry
+ * point's api_flags bit, the clock it reads (its row in clock_table.h) and
+ * its names: in the debug lines and --info, in the api.KEY.* keys of --info
+ * --format=keys, and in fasttime-bench's table and CSV. The per-API choice
+ * measures the entry points in the rows' order and --info lists them in it;
+ * the bench and the scripts name them from the rows. Adding a clock is a
+ * row in entry_table.def beside its row in clock_table.h. */
 #ifndef FASTTIME_ENTRY_TABLE_H
 #define FASTTIME_ENTRY_TABLE_H
 
@@ -14,15 +15,11 @@
 
 #include "clock_table.h"
 
+/* The rows' names as constants, ENTRY_COUNT after them. */
 enum entry_point {
-	ENTRY_MONOTONIC,
-	ENTRY_REALTIME,
-	ENTRY_BOOTTIME,
-	ENTRY_TAI,
-	ENTRY_MONOTONIC_RAW,
-	ENTRY_GETTIMEOFDAY,
-	ENTRY_TIME,
-	ENTRY_TIMESPEC_GET,
+#define ENTRY(id, clock, bench_position, name, key, bench_name) ENTRY_##id,
+#include "entry_table.def"
+#undef ENTRY
 	ENTRY_COUNT,
 };
 
