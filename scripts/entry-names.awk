@@ -12,24 +12,24 @@ in_row && /\)[ \t]*$/ {
     in_row = 0
     sub(/^[ \t]*ENTRY\(/, "", row)
     sub(/\)[ \t]*$/, "", row)
-    if (split(row, field, ",") != 7) {
-        print "entry-names.awk: a row without seven fields: " row > "/dev/stderr"
+    if (split(row, field, ",") != 8) {
+        print "entry-names.awk: a row without eight fields: " row > "/dev/stderr"
         failed = 1
         exit 1
     }
-    for (i = 1; i <= 7; i++) {
+    for (i = 1; i <= 8; i++) {
         gsub(/^[ \t]+|[ \t]+$/, "", field[i])
         gsub(/"/, "", field[i])
     }
-    position = field[4] + 0
+    position = field[5] + 0
     if (position in name) {
         print "entry-names.awk: two rows at position " position > "/dev/stderr"
         failed = 1
         exit 1
     }
-    name[position] = field[5]
-    key[position] = field[6]
-    bench[position] = field[7]
+    name[position] = field[6]
+    key[position] = field[7]
+    bench[position] = field[8]
     rows++
 }
 END {

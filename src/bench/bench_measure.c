@@ -44,7 +44,8 @@ static bool bench_measure_raw_ready;
  * (-Woverride-init), as would a position past the end, so the rows fill
  * the positions. */
 const enum entry_point bench_measure_order[ENTRY_COUNT] = {
-#define ENTRY(id, clock, bit, bench_position, name, key, bench_name) [bench_position] = ENTRY_##id,
+#define ENTRY(id, form, clock, bit, bench_position, name, key, bench_name)                         \
+	[bench_position] = ENTRY_##id,
 #include "entry_table.def"
 #undef ENTRY
 };

@@ -140,87 +140,87 @@ static struct libc_time_functions *api_entry(void)
 	return entries;
 }
 
-/* libc's clock_gettime and the entry-shaped one, for one clock id (a
- * constant in each pair, as in a program's call). */
-#define API_CLOCK_LOOPS(name, id)                                                                  \
-	static __attribute__((noinline)) void api_libc_##name(uint32_t flags, unsigned calls)      \
+/* For each form of entry point, libc's function and the entry-shaped one
+ * in loops, named after the row (api_libc_ID, api_fast_ID): clock_gettime's
+ * with its clock id a constant in each pair, as in a program's call. */
+#define API_LOOPS_CLOCK_GETTIME(id, clock)                                                         \
+	static __attribute__((noinline)) void api_libc_##id(uint32_t flags, unsigned calls)        \
 	{                                                                                          \
 		struct timespec ts;                                                                \
 		(void)flags;                                                                       \
 		for (unsigned i = 0; i < calls; i++) {                                             \
-			libc_clock_gettime(id, &ts);                                               \
+			libc_clock_gettime(clock, &ts);                                            \
 			api_consume((uint64_t)ts.tv_nsec);                                         \
 		}                                                                                  \
 	}                                                                                          \
-	static __attribute__((noinline)) void api_fast_##name(uint32_t flags, unsigned calls)      \
+	static __attribute__((noinline)) void api_fast_##id(uint32_t flags, unsigned calls)        \
 	{                                                                                          \
 		struct timespec ts = { 0, 0 };                                                     \
 		(void)flags;                                                                       \
 		for (unsigned i = 0; i < calls; i++) {                                             \
-			api_entry()->clock_gettime(id, &ts);                                       \
+			api_entry()->clock_gettime(clock, &ts);                                    \
 			api_consume((uint64_t)ts.tv_nsec);                                         \
 		}                                                                                  \
 	}
 
-API_CLOCK_LOOPS(monotonic, CLOCK_MONOTONIC)
-API_CLOCK_LOOPS(realtime, CLOCK_REALTIME)
-API_CLOCK_LOOPS(boottime, CLOCK_BOOTTIME)
-API_CLOCK_LOOPS(tai, CLOCK_TAI)
-API_CLOCK_LOOPS(monotonic_raw, CLOCK_MONOTONIC_RAW)
-
-static __attribute__((noinline)) void api_libc_gettimeofday(uint32_t flags, unsigned calls)
-{
-	struct timeval tv;
-	(void)flags;
-	for (unsigned i = 0; i < calls; i++) {
-		libc_gettimeofday(&tv, NULL);
-		api_consume((uint64_t)tv.tv_usec);
+#define API_LOOPS_GETTIMEOFDAY(id, clock)                                                          \
+	static __attribute__((noinline)) void api_libc_##id(uint32_t flags, unsigned calls)        \
+	{                                                                                          \
+		struct timeval tv;                                                                 \
+		(void)flags;                                                                       \
+		for (unsigned i = 0; i < calls; i++) {                                             \
+			libc_gettimeofday(&tv, NULL);                                              \
+			api_consume((uint64_t)tv.tv_usec);                                         \
+		}                                                                                  \
+	}                                                                                          \
+	static __attribute__((noinline)) void api_fast_##id(uint32_t flags, unsigned calls)        \
+	{                                                                                          \
+		struct timeval tv = { 0, 0 };                                                      \
+		(void)flags;                                                                       \
+		for (unsigned i = 0; i < calls; i++) {                                             \
+			api_entry()->gettimeofday(&tv, NULL);                                      \
+			api_consume((uint64_t)tv.tv_usec);                                         \
+		}                                                                                  \
 	}
-}
 
-static __attribute__((noinline)) void api_fast_gettimeofday(uint32_t flags, unsigned calls)
-{
-	struct timeval tv = { 0, 0 };
-	(void)flags;
-	for (unsigned i = 0; i < calls; i++) {
-		api_entry()->gettimeofday(&tv, NULL);
-		api_consume((uint64_t)tv.tv_usec);
+#define API_LOOPS_TIME(id, clock)                                                                  \
+	static __attribute__((noinline)) void api_libc_##id(uint32_t flags, unsigned calls)        \
+	{                                                                                          \
+		(void)flags;                                                                       \
+		for (unsigned i = 0; i < calls; i++)                                               \
+			api_consume((uint64_t)libc_time_now(NULL));                                \
+	}                                                                                          \
+	static __attribute__((noinline)) void api_fast_##id(uint32_t flags, unsigned calls)        \
+	{                                                                                          \
+		(void)flags;                                                                       \
+		for (unsigned i = 0; i < calls; i++)                                               \
+			api_consume((uint64_t)api_entry()->time(NULL));                            \
 	}
-}
 
-static __attribute__((noinline)) void api_libc_time(uint32_t flags, unsigned calls)
-{
-	(void)flags;
-	for (unsigned i = 0; i < calls; i++)
-		api_consume((uint64_t)libc_time_now(NULL));
-}
-
-static __attribute__((noinline)) void api_fast_time(uint32_t flags, unsigned calls)
-{
-	(void)flags;
-	for (unsigned i = 0; i < calls; i++)
-		api_consume((uint64_t)api_entry()->time(NULL));
-}
-
-static __attribute__((noinline)) void api_libc_timespec_get(uint32_t flags, unsigned calls)
-{
-	struct timespec ts;
-	(void)flags;
-	for (unsigned i = 0; i < calls; i++) {
-		libc_timespec_get(&ts, TIME_UTC);
-		api_consume((uint64_t)ts.tv_nsec);
+#define API_LOOPS_TIMESPEC_GET(id, clock)                                                          \
+	static __attribute__((noinline)) void api_libc_##id(uint32_t flags, unsigned calls)        \
+	{                                                                                          \
+		struct timespec ts;                                                                \
+		(void)flags;                                                                       \
+		for (unsigned i = 0; i < calls; i++) {                                             \
+			libc_timespec_get(&ts, TIME_UTC);                                          \
+			api_consume((uint64_t)ts.tv_nsec);                                         \
+		}                                                                                  \
+	}                                                                                          \
+	static __attribute__((noinline)) void api_fast_##id(uint32_t flags, unsigned calls)        \
+	{                                                                                          \
+		struct timespec ts = { 0, 0 };                                                     \
+		(void)flags;                                                                       \
+		for (unsigned i = 0; i < calls; i++) {                                             \
+			api_entry()->timespec_get(&ts, TIME_UTC);                                  \
+			api_consume((uint64_t)ts.tv_nsec);                                         \
+		}                                                                                  \
 	}
-}
 
-static __attribute__((noinline)) void api_fast_timespec_get(uint32_t flags, unsigned calls)
-{
-	struct timespec ts = { 0, 0 };
-	(void)flags;
-	for (unsigned i = 0; i < calls; i++) {
-		api_entry()->timespec_get(&ts, TIME_UTC);
-		api_consume((uint64_t)ts.tv_nsec);
-	}
-}
+#define ENTRY(id, form, clock, bit, bench_position, name, key, bench_name)                         \
+	API_LOOPS_##form(id, clock)
+#include "entry_table.def"
+#undef ENTRY
 
 static double api_time_loop(api_loop_fn loop, uint32_t flags)
 {
@@ -253,14 +253,10 @@ uint32_t api_choice_measure(uint32_t mode_flags, struct api_cost costs[ENTRY_COU
 		api_loop_fn libc_loop;
 		api_loop_fn fast_loop;
 	} apis[ENTRY_COUNT] = {
-		[ENTRY_MONOTONIC] = { api_libc_monotonic, api_fast_monotonic },
-		[ENTRY_REALTIME] = { api_libc_realtime, api_fast_realtime },
-		[ENTRY_BOOTTIME] = { api_libc_boottime, api_fast_boottime },
-		[ENTRY_TAI] = { api_libc_tai, api_fast_tai },
-		[ENTRY_MONOTONIC_RAW] = { api_libc_monotonic_raw, api_fast_monotonic_raw },
-		[ENTRY_GETTIMEOFDAY] = { api_libc_gettimeofday, api_fast_gettimeofday },
-		[ENTRY_TIME] = { api_libc_time, api_fast_time },
-		[ENTRY_TIMESPEC_GET] = { api_libc_timespec_get, api_fast_timespec_get },
+#define ENTRY(id, form, clock, bit, bench_position, name, key, bench_name)                         \
+	[ENTRY_##id] = { api_libc_##id, api_fast_##id },
+#include "entry_table.def"
+#undef ENTRY
 	};
 	uint32_t chosen = 0, answerable = api_choice_answerable();
 

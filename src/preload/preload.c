@@ -160,7 +160,7 @@ static inline uint32_t preload_api_flags(void)
  * Each is numbered as its bit in api_flags (entry_table.def), so that
  * clock_gettime's are their clock ids and it passes its id. */
 enum preload_entry {
-#define ENTRY(id, clock, bit, bench_position, name, key, bench_name) PRELOAD_##id = (bit),
+#define ENTRY(id, form, clock, bit, bench_position, name, key, bench_name) PRELOAD_##id = (bit),
 #include "entry_table.def"
 #undef ENTRY
 };

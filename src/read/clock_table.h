@@ -21,11 +21,12 @@
  * CLOCK_REALTIME, above them; CLOCK_API_ALL, all of them; then how the
  * counter is read and the engine's state. */
 enum clock_api {
-#define ENTRY(id, clock, bit, bench_position, name, key, bench_name) CLOCK_API_##id = 1u << (bit),
+#define ENTRY(id, form, clock, bit, bench_position, name, key, bench_name)                         \
+	CLOCK_API_##id = 1u << (bit),
 #include "entry_table.def"
 #undef ENTRY
 	CLOCK_API_ALL = 0u
-#define ENTRY(id, clock, bit, bench_position, name, key, bench_name) | CLOCK_API_##id
+#define ENTRY(id, form, clock, bit, bench_position, name, key, bench_name) | CLOCK_API_##id
 #include "entry_table.def"
 #undef ENTRY
 	,
@@ -53,7 +54,7 @@ enum clock_api {
 };
 
 /* A bit below CLOCK_ID_BITS is clock_gettime's for the clock of that id. */
-#define ENTRY(id, clock, bit, bench_position, name, key, bench_name)                               \
+#define ENTRY(id, form, clock, bit, bench_position, name, key, bench_name)                         \
 	_Static_assert((bit) >= CLOCK_ID_BITS || (bit) == (clock),                                 \
 		       #id ": a bit below CLOCK_ID_BITS is a clock id's");
 #include "entry_table.def"

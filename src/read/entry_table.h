@@ -17,7 +17,7 @@
 
 /* The rows' names as constants, ENTRY_COUNT after them. */
 enum entry_point {
-#define ENTRY(id, clock, bit, bench_position, name, key, bench_name) ENTRY_##id,
+#define ENTRY(id, form, clock, bit, bench_position, name, key, bench_name) ENTRY_##id,
 #include "entry_table.def"
 #undef ENTRY
 	ENTRY_COUNT,

@@ -270,6 +270,45 @@ START_TEST(test_entry_table_names)
 }
 END_TEST
 
+/* The rows as entry_table.def writes them, with their form and bit. */
+static const struct {
+	const char *id, *form;
+	clockid_t clock;
+	unsigned bit;
+} entry_table_test_rows[] = {
+#define ENTRY(id, form, clock, bit, bench_position, name, key, bench_name)                         \
+	{ #id, #form, clock, bit },
+#include "entry_table.def"
+#undef ENTRY
+};
+
+/* clock_gettime's rows have their clock id for bit, below CLOCK_ID_BITS;
+ * every other row is a form of its own, reads CLOCK_REALTIME and has a bit
+ * from CLOCK_ID_BITS up, below the bits that say how the counter is read. */
+START_TEST(test_entry_table_forms)
+{
+	ck_assert_uint_eq(sizeof entry_table_test_rows / sizeof entry_table_test_rows[0],
+			  ENTRY_COUNT);
+	for (unsigned e = 0; e < ENTRY_COUNT; e++) {
+		const char *id = entry_table_test_rows[e].id, *form = entry_table_test_rows[e].form;
+		unsigned bit = entry_table_test_rows[e].bit;
+
+		ck_assert_uint_eq(1u << bit, entry_table[e].api);
+		ck_assert_int_eq(entry_table_test_rows[e].clock, entry_table[e].clock);
+		if (strcmp(form, "CLOCK_GETTIME") == 0) {
+			ck_assert_msg(bit == (unsigned)entry_table_test_rows[e].clock &&
+					  bit < CLOCK_ID_BITS,
+				      "%s: clock_gettime's bit %u is not its clock id", id, bit);
+			continue;
+		}
+		ck_assert_msg(strcmp(form, id) == 0, "%s: form %s, not its own", id, form);
+		ck_assert_int_eq(entry_table_test_rows[e].clock, CLOCK_REALTIME);
+		ck_assert_msg(bit >= CLOCK_ID_BITS && (1u << bit) < CLOCK_MODE_RELAXED,
+			      "%s: bit %u outside the other entry points' bits", id, bit);
+	}
+}
+END_TEST
+
 Suite *suite_clock_table(void)
 {
 	Suite *suite = suite_create("clock_table");
@@ -282,6 +321,7 @@ Suite *suite_clock_table(void)
 	tcase_add_test(tc, test_clock_table_offset_round_trip);
 	tcase_add_test(tc, test_entry_table_rows);
 	tcase_add_test(tc, test_entry_table_names);
+	tcase_add_test(tc, test_entry_table_forms);
 	suite_add_tcase(suite, tc);
 	return suite;
 }
