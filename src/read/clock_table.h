@@ -1,7 +1,8 @@
 /* The clocks fasttime answers, as a table: one row per clock id, saying
  * what answers it (which lines, plus which offset), its bit in api_flags,
- * and the entry points that read it. Adding a clock is a row here, an
- * offset kind if it needs one, and its tests.
+ * and the entry points that read it. Adding a clock is a row here, its
+ * clock_gettime's row in entry_table.def (which gives the bits), an offset
+ * kind if it needs one, and its tests.
  *
  * api_flags bits: clock_gettime's clock ids first, bit n for clock id n
  * (so that clock_gettime tests (flags >> id) & 1), below CLOCK_ID_BITS;
