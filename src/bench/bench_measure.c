@@ -40,9 +40,19 @@ static bool bench_measure_boottime_known, bench_measure_tai_known;
  * its loop would time the give-up. Read when the offsets are. */
 static bool bench_measure_raw_ready;
 
+/* Each row at its position: two rows at one position would be an error
+ * (-Woverride-init), as would a position past the end, so the rows fill
+ * the positions. */
+const enum entry_point bench_measure_order[ENTRY_COUNT] = {
+#define ENTRY(id, form, clock, bit, bench_position, name, key, bench_name)                         \
+	[bench_position] = ENTRY_##id,
+#include "entry_table.def"
+#undef ENTRY
+};
+
 /* One call of api from source, its result left in *ts, *tv or *t. */
 static inline __attribute__((always_inline)) void
-bench_measure_answer(enum bench_source source, enum bench_api api, struct timespec *ts,
+bench_measure_answer(enum bench_source source, enum entry_point api, struct timespec *ts,
 		     struct timeval *tv, time_t *t)
 {
 	uint32_t flags =
@@ -51,27 +61,27 @@ bench_measure_answer(enum bench_source source, enum bench_api api, struct timesp
 	switch (source) {
 	case BENCH_LIBC:
 		switch (api) {
-		case BENCH_MONOTONIC: bench_libc.clock_gettime(CLOCK_MONOTONIC, ts); break;
-		case BENCH_REALTIME: bench_libc.clock_gettime(CLOCK_REALTIME, ts); break;
-		case BENCH_GETTIMEOFDAY: bench_libc.gettimeofday(tv, NULL); break;
-		case BENCH_TIME: *t = bench_libc.time(NULL); break;
-		case BENCH_TIMESPEC_GET: bench_libc.timespec_get(ts, TIME_UTC); break;
-		case BENCH_BOOTTIME: bench_libc.clock_gettime(CLOCK_BOOTTIME, ts); break;
-		case BENCH_TAI: bench_libc.clock_gettime(CLOCK_TAI, ts); break;
-		case BENCH_MONOTONIC_RAW: bench_libc.clock_gettime(CLOCK_MONOTONIC_RAW, ts); break;
+		case ENTRY_MONOTONIC: bench_libc.clock_gettime(CLOCK_MONOTONIC, ts); break;
+		case ENTRY_REALTIME: bench_libc.clock_gettime(CLOCK_REALTIME, ts); break;
+		case ENTRY_GETTIMEOFDAY: bench_libc.gettimeofday(tv, NULL); break;
+		case ENTRY_TIME: *t = bench_libc.time(NULL); break;
+		case ENTRY_TIMESPEC_GET: bench_libc.timespec_get(ts, TIME_UTC); break;
+		case ENTRY_BOOTTIME: bench_libc.clock_gettime(CLOCK_BOOTTIME, ts); break;
+		case ENTRY_TAI: bench_libc.clock_gettime(CLOCK_TAI, ts); break;
+		case ENTRY_MONOTONIC_RAW: bench_libc.clock_gettime(CLOCK_MONOTONIC_RAW, ts); break;
 		default: break;
 		}
 		break;
 	case BENCH_SYMBOL:
 		switch (api) {
-		case BENCH_MONOTONIC: bench_process.clock_gettime(CLOCK_MONOTONIC, ts); break;
-		case BENCH_REALTIME: bench_process.clock_gettime(CLOCK_REALTIME, ts); break;
-		case BENCH_GETTIMEOFDAY: bench_process.gettimeofday(tv, NULL); break;
-		case BENCH_TIME: *t = bench_process.time(NULL); break;
-		case BENCH_TIMESPEC_GET: bench_process.timespec_get(ts, TIME_UTC); break;
-		case BENCH_BOOTTIME: bench_process.clock_gettime(CLOCK_BOOTTIME, ts); break;
-		case BENCH_TAI: bench_process.clock_gettime(CLOCK_TAI, ts); break;
-		case BENCH_MONOTONIC_RAW:
+		case ENTRY_MONOTONIC: bench_process.clock_gettime(CLOCK_MONOTONIC, ts); break;
+		case ENTRY_REALTIME: bench_process.clock_gettime(CLOCK_REALTIME, ts); break;
+		case ENTRY_GETTIMEOFDAY: bench_process.gettimeofday(tv, NULL); break;
+		case ENTRY_TIME: *t = bench_process.time(NULL); break;
+		case ENTRY_TIMESPEC_GET: bench_process.timespec_get(ts, TIME_UTC); break;
+		case ENTRY_BOOTTIME: bench_process.clock_gettime(CLOCK_BOOTTIME, ts); break;
+		case ENTRY_TAI: bench_process.clock_gettime(CLOCK_TAI, ts); break;
+		case ENTRY_MONOTONIC_RAW:
 			bench_process.clock_gettime(CLOCK_MONOTONIC_RAW, ts);
 			break;
 		default: break;
@@ -79,16 +89,16 @@ bench_measure_answer(enum bench_source source, enum bench_api api, struct timesp
 		break;
 	default:
 		switch (api) {
-		case BENCH_MONOTONIC: clock_answer_monotonic(flags, ts); break;
-		case BENCH_REALTIME:
-		case BENCH_TIMESPEC_GET: clock_answer_realtime(flags, ts); break;
-		case BENCH_GETTIMEOFDAY: clock_answer_timeval(flags, tv); break;
-		case BENCH_TIME: clock_answer_seconds(flags, t); break;
-		case BENCH_BOOTTIME:
+		case ENTRY_MONOTONIC: clock_answer_monotonic(flags, ts); break;
+		case ENTRY_REALTIME:
+		case ENTRY_TIMESPEC_GET: clock_answer_realtime(flags, ts); break;
+		case ENTRY_GETTIMEOFDAY: clock_answer_timeval(flags, tv); break;
+		case ENTRY_TIME: clock_answer_seconds(flags, t); break;
+		case ENTRY_BOOTTIME:
 			clock_answer_offset_clock(flags, CLOCK_OFFSET_BOOTTIME, ts);
 			break;
-		case BENCH_TAI: clock_answer_offset_clock(flags, CLOCK_OFFSET_TAI, ts); break;
-		case BENCH_MONOTONIC_RAW: clock_answer_raw(flags, ts); break;
+		case ENTRY_TAI: clock_answer_offset_clock(flags, CLOCK_OFFSET_TAI, ts); break;
+		case ENTRY_MONOTONIC_RAW: clock_answer_raw(flags, ts); break;
 		default: break;
 		}
 		break;
@@ -97,7 +107,7 @@ bench_measure_answer(enum bench_source source, enum bench_api api, struct timesp
 
 /* One call of api from source, returning something that depends on it. */
 static inline __attribute__((always_inline)) uint64_t bench_measure_call(enum bench_source source,
-									 enum bench_api api)
+									 enum entry_point api)
 {
 	struct timespec ts = { 0, 0 };
 	struct timeval tv = { 0, 0 };
@@ -115,14 +125,14 @@ static inline __attribute__((always_inline)) uint64_t bench_measure_call(enum be
 			bench_consume(bench_measure_call(source, api));                            \
 	}
 #define BENCH_MEASURE_LOOPS(source)                                                                \
-	BENCH_MEASURE_LOOP(source, BENCH_MONOTONIC)                                                \
-	BENCH_MEASURE_LOOP(source, BENCH_REALTIME)                                                 \
-	BENCH_MEASURE_LOOP(source, BENCH_GETTIMEOFDAY)                                             \
-	BENCH_MEASURE_LOOP(source, BENCH_TIME)                                                     \
-	BENCH_MEASURE_LOOP(source, BENCH_TIMESPEC_GET)                                             \
-	BENCH_MEASURE_LOOP(source, BENCH_BOOTTIME)                                                 \
-	BENCH_MEASURE_LOOP(source, BENCH_TAI)                                                      \
-	BENCH_MEASURE_LOOP(source, BENCH_MONOTONIC_RAW)
+	BENCH_MEASURE_LOOP(source, ENTRY_MONOTONIC)                                                \
+	BENCH_MEASURE_LOOP(source, ENTRY_REALTIME)                                                 \
+	BENCH_MEASURE_LOOP(source, ENTRY_GETTIMEOFDAY)                                             \
+	BENCH_MEASURE_LOOP(source, ENTRY_TIME)                                                     \
+	BENCH_MEASURE_LOOP(source, ENTRY_TIMESPEC_GET)                                             \
+	BENCH_MEASURE_LOOP(source, ENTRY_BOOTTIME)                                                 \
+	BENCH_MEASURE_LOOP(source, ENTRY_TAI)                                                      \
+	BENCH_MEASURE_LOOP(source, ENTRY_MONOTONIC_RAW)
 BENCH_MEASURE_LOOPS(BENCH_LIBC)
 BENCH_MEASURE_LOOPS(BENCH_ORDERED)
 BENCH_MEASURE_LOOPS(BENCH_RELAXED)
@@ -131,16 +141,16 @@ BENCH_MEASURE_LOOPS(BENCH_SYMBOL)
 typedef void (*bench_measure_loop_fn)(unsigned n);
 #define BENCH_MEASURE_ROW(source)                                                                  \
 	{                                                                                          \
-		bench_measure_loop_##source##_BENCH_MONOTONIC,                                     \
-		    bench_measure_loop_##source##_BENCH_REALTIME,                                  \
-		    bench_measure_loop_##source##_BENCH_GETTIMEOFDAY,                              \
-		    bench_measure_loop_##source##_BENCH_TIME,                                      \
-		    bench_measure_loop_##source##_BENCH_TIMESPEC_GET,                              \
-		    bench_measure_loop_##source##_BENCH_BOOTTIME,                                  \
-		    bench_measure_loop_##source##_BENCH_TAI,                                       \
-		    bench_measure_loop_##source##_BENCH_MONOTONIC_RAW                              \
+		[ENTRY_MONOTONIC] = bench_measure_loop_##source##_ENTRY_MONOTONIC,                 \
+		[ENTRY_REALTIME] = bench_measure_loop_##source##_ENTRY_REALTIME,                   \
+		[ENTRY_BOOTTIME] = bench_measure_loop_##source##_ENTRY_BOOTTIME,                   \
+		[ENTRY_TAI] = bench_measure_loop_##source##_ENTRY_TAI,                             \
+		[ENTRY_MONOTONIC_RAW] = bench_measure_loop_##source##_ENTRY_MONOTONIC_RAW,         \
+		[ENTRY_GETTIMEOFDAY] = bench_measure_loop_##source##_ENTRY_GETTIMEOFDAY,           \
+		[ENTRY_TIME] = bench_measure_loop_##source##_ENTRY_TIME,                           \
+		[ENTRY_TIMESPEC_GET] = bench_measure_loop_##source##_ENTRY_TIMESPEC_GET,           \
 	}
-static const bench_measure_loop_fn bench_measure_loops[BENCH_SOURCES][BENCH_APIS] = {
+static const bench_measure_loop_fn bench_measure_loops[BENCH_SOURCES][ENTRY_COUNT] = {
 	BENCH_MEASURE_ROW(BENCH_LIBC),
 	BENCH_MEASURE_ROW(BENCH_ORDERED),
 	BENCH_MEASURE_ROW(BENCH_RELAXED),
@@ -186,7 +196,7 @@ static void bench_measure_batches(enum bench_source source, unsigned batches, st
 {
 	for (unsigned b = 0; b < batches; b++) {
 		uint64_t start = cpu_rdtsc();
-		bench_measure_loops[source][BENCH_MONOTONIC](BENCH_MEASURE_BATCH);
+		bench_measure_loops[source][ENTRY_MONOTONIC](BENCH_MEASURE_BATCH);
 		uint64_t ticks = cpu_rdtsc() - start;
 		double tenths =
 		    (double)ticks * bench_measure_ns_per_tick * 10.0 / BENCH_MEASURE_BATCH;
@@ -201,7 +211,7 @@ static uint64_t bench_measure_read_ns(enum bench_source source, bool realtime)
 	struct timeval tv;
 	time_t t;
 
-	bench_measure_answer(source, realtime ? BENCH_REALTIME : BENCH_MONOTONIC, &ts, &tv, &t);
+	bench_measure_answer(source, realtime ? ENTRY_REALTIME : ENTRY_MONOTONIC, &ts, &tv, &t);
 	return timespec_to_ns(&ts);
 }
 
@@ -291,15 +301,15 @@ bool bench_measure_source_wanted(enum bench_source source)
 	return source != BENCH_SYMBOL;
 }
 
-bool bench_measure_api_wanted(enum bench_api api)
+bool bench_measure_api_wanted(enum entry_point api)
 {
 	if (bench_options.symbols)
 		return true;
-	if (api == BENCH_BOOTTIME)
+	if (api == ENTRY_BOOTTIME)
 		return bench_measure_boottime_known;
-	if (api == BENCH_TAI)
+	if (api == ENTRY_TAI)
 		return bench_measure_tai_known;
-	if (api == BENCH_MONOTONIC_RAW)
+	if (api == ENTRY_MONOTONIC_RAW)
 		return bench_measure_raw_ready;
 	return true;
 }
@@ -324,7 +334,7 @@ static void bench_measure_rounds(struct bench_result *r)
 		histogram_reset(&r->cost[s]);
 		histogram_reset(&r->error[s][0]);
 		histogram_reset(&r->error[s][1]);
-		for (unsigned a = 0; a < BENCH_APIS; a++)
+		for (unsigned a = 0; a < ENTRY_COUNT; a++)
 			r->best_ns[a][s] = 1e30;
 	}
 	for (unsigned b = 0; b < BENCH_BARES; b++)
@@ -334,7 +344,9 @@ static void bench_measure_rounds(struct bench_result *r)
 	 * instructions run beside every API, so that the floor gets as many
 	 * chances at its best as the read paths it is compared with. */
 	do {
-		for (unsigned a = 0; a < BENCH_APIS; a++) {
+		for (unsigned i = 0; i < ENTRY_COUNT; i++) {
+			enum entry_point a = bench_measure_order[i];
+
 			if (!bench_measure_api_wanted(a))
 				continue;
 			for (unsigned s = 0; s < BENCH_SOURCES; s++) {
@@ -406,7 +418,7 @@ void bench_measure_merge(struct bench_result *into, const struct bench_result *r
 	into->trace = NULL;
 	for (unsigned t = 1; t < n; t++) {
 		for (unsigned s = 0; s < BENCH_SOURCES; s++) {
-			for (unsigned a = 0; a < BENCH_APIS; a++)
+			for (unsigned a = 0; a < ENTRY_COUNT; a++)
 				into->best_ns[a][s] += results[t].best_ns[a][s];
 			histogram_merge(&into->cost[s], &results[t].cost[s]);
 			histogram_merge(&into->error[s][0], &results[t].error[s][0]);
@@ -418,7 +430,7 @@ void bench_measure_merge(struct bench_result *into, const struct bench_result *r
 		into->rounds += results[t].rounds;
 	}
 	for (unsigned s = 0; s < BENCH_SOURCES; s++)
-		for (unsigned a = 0; a < BENCH_APIS; a++)
+		for (unsigned a = 0; a < ENTRY_COUNT; a++)
 			into->best_ns[a][s] /= n;
 	for (unsigned b = 0; b < BENCH_BARES; b++)
 		into->bare_ns[b] /= n;

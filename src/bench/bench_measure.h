@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "cpu.h"
+#include "entry_table.h"
 #include "histogram.h"
 
 #define BENCH_MEASURE_BATCH	 16u	/* calls per timed batch, for percentiles */
@@ -16,20 +17,12 @@
 
 enum bench_source { BENCH_LIBC, BENCH_ORDERED, BENCH_RELAXED, BENCH_SYMBOL, BENCH_SOURCES };
 
-/* The clocks added later come last, after the entry points of old:
- * BOOTTIME and TAI, which the engine answers as the monotonic lines plus an
- * offset, and MONOTONIC_RAW, from lines of its own (clock_table.h). */
-enum bench_api {
-	BENCH_MONOTONIC,
-	BENCH_REALTIME,
-	BENCH_GETTIMEOFDAY,
-	BENCH_TIME,
-	BENCH_TIMESPEC_GET,
-	BENCH_BOOTTIME,
-	BENCH_TAI,
-	BENCH_MONOTONIC_RAW,
-	BENCH_APIS
-};
+/* The order in which the entry points are measured and reported (the
+ * table's rows, the CSV's lines, which scripts/ read): those of old first,
+ * then the clocks added later, BOOTTIME and TAI, which the engine answers as
+ * the monotonic lines plus an offset, and MONOTONIC_RAW, from lines of its
+ * own (clock_table.h). */
+extern const enum entry_point bench_measure_order[ENTRY_COUNT];
 
 /* The bare counter reads, the floor under each mode's read path: rdtsc,
  * and the ordered instruction (named by bench_measure_ordered_instruction;
@@ -52,10 +45,10 @@ struct bench_trace {
 };
 
 struct bench_result {
-	double best_ns[BENCH_APIS][BENCH_SOURCES];
-	double bare_ns[BENCH_BARES];		  /* engine mode only */
-	struct histogram cost[BENCH_SOURCES];	  /* MONOTONIC, tenths of ns */
-	struct histogram error[BENCH_SOURCES][2]; /* |error| ns: MONOTONIC, REALTIME */
+	double best_ns[ENTRY_COUNT][BENCH_SOURCES]; /* by enum entry_point */
+	double bare_ns[BENCH_BARES];		    /* engine mode only */
+	struct histogram cost[BENCH_SOURCES];	    /* MONOTONIC, tenths of ns */
+	struct histogram error[BENCH_SOURCES][2];   /* |error| ns: MONOTONIC, REALTIME */
 	uint64_t backward[BENCH_SOURCES];
 	unsigned rounds;
 	struct bench_trace *trace; /* the first thread's only */
@@ -68,7 +61,7 @@ bool bench_measure_source_wanted(enum bench_source source);
 /* Whether this run measures api: all of them, except in engine mode a clock
  * whose offset the engine has not measured (a kernel without that clock),
  * or MONOTONIC_RAW where its lines were not ready after the calibration. */
-bool bench_measure_api_wanted(enum bench_api api);
+bool bench_measure_api_wanted(enum entry_point api);
 
 /* Starts the engine in this process and waits for every CPU's line; false
  * (with a message where the CPU is the reason) when it cannot run here. */

@@ -10,20 +10,12 @@
 
 #include "bench.h"
 #include "bench_measure.h"
+#include "entry_table.h"
 
 static const char *const bench_report_source_names[BENCH_SOURCES] = { "libc", "ordered", "relaxed",
 								      "process" };
-static const char *const bench_report_api_names[BENCH_APIS] = {
-	"clock_gettime(MONOTONIC)",
-	"clock_gettime(REALTIME)",
-	"gettimeofday",
-	"time",
-	"timespec_get(TIME_UTC)",
-	"clock_gettime(BOOTTIME)",
-	"clock_gettime(TAI)",
-	"clock_gettime(MONOTONIC_RAW)",
-};
-/* The width of the tables' api column: the longest name above. */
+/* The width of the tables' api column: the longest bench_name of the
+ * entry table. */
 #define BENCH_REPORT_API_WIDTH 28
 static const char *const bench_report_bare_names[BENCH_BARES] = { "rdtsc", "rdtscp" };
 static const char *const bench_report_library_state_names[] = { "ready", "absent", "busy",
@@ -32,9 +24,9 @@ static const char *const bench_report_library_state_names[] = { "ready", "absent
 /* Whether the engine's read path for api is compared with the floor: the
  * entry points that read the counter (time() does too, but libc answers it
  * from a coarse clock no read can match), where this run measured them. */
-static bool bench_report_has_floor(enum bench_api api)
+static bool bench_report_has_floor(enum entry_point api)
 {
-	return api != BENCH_TIME && bench_measure_api_wanted(api);
+	return api != ENTRY_TIME && bench_measure_api_wanted(api);
 }
 
 /* One result's figures, every value in ns unless the metric says otherwise. */
@@ -45,8 +37,8 @@ static void bench_report_csv_result(const struct bench_result *r)
 		1,  5,	10, 20, 25, 30,	  40,	50,    60,    70,     75,
 		80, 90, 95, 97, 99, 99.5, 99.9, 99.95, 99.99, 99.995, 99.999
 	};
-	static const char *const clock_api[2] = { "clock_gettime(MONOTONIC)",
-						  "clock_gettime(REALTIME)" };
+	const char *const clock_api[2] = { entry_table[ENTRY_MONOTONIC].bench_name,
+					   entry_table[ENTRY_REALTIME].bench_name };
 
 	printf("source,api,metric,value\n");
 	for (unsigned s = 0; s < BENCH_SOURCES; s++) {
@@ -55,10 +47,13 @@ static void bench_report_csv_result(const struct bench_result *r)
 
 		if (!bench_measure_source_wanted(s))
 			continue;
-		for (unsigned a = 0; a < BENCH_APIS; a++)
+		for (unsigned i = 0; i < ENTRY_COUNT; i++) {
+			enum entry_point a = bench_measure_order[i];
+
 			if (bench_measure_api_wanted(a))
-				printf("%s,%s,ns_per_call,%.2f\n", name, bench_report_api_names[a],
+				printf("%s,%s,ns_per_call,%.2f\n", name, entry_table[a].bench_name,
 				       r->best_ns[a][s]);
+		}
 		for (unsigned i = 0; i < sizeof curve / sizeof curve[0]; i++)
 			printf("%s,%s,cost_p%g_ns,%.1f\n", name, clock_api[0], curve[i],
 			       histogram_percentile(cost, curve[i]) / 10.0);
@@ -84,16 +79,18 @@ static void bench_report_csv_result(const struct bench_result *r)
 	 * from this run's rounds. */
 	for (unsigned b = 0; b < BENCH_BARES; b++)
 		printf("%s,-,ns_per_call,%.2f\n", bench_report_bare_names[b], r->bare_ns[b]);
-	for (unsigned a = 0; a < BENCH_APIS; a++) {
+	for (unsigned i = 0; i < ENTRY_COUNT; i++) {
+		enum entry_point a = bench_measure_order[i];
+
 		if (!bench_report_has_floor(a))
 			continue;
-		printf("relaxed,%s,minus_rdtsc_ns,%.2f\n", bench_report_api_names[a],
+		printf("relaxed,%s,minus_rdtsc_ns,%.2f\n", entry_table[a].bench_name,
 		       r->best_ns[a][BENCH_RELAXED] - r->bare_ns[BENCH_BARE_RDTSC]);
-		printf("ordered,%s,minus_rdtscp_ns,%.2f\n", bench_report_api_names[a],
+		printf("ordered,%s,minus_rdtscp_ns,%.2f\n", entry_table[a].bench_name,
 		       r->best_ns[a][BENCH_ORDERED] - r->bare_ns[BENCH_BARE_RDTSCP]);
 		for (unsigned s = BENCH_ORDERED; s <= BENCH_RELAXED; s++)
 			printf("%s,%s,ratio_to_libc,%.3f\n", bench_report_source_names[s],
-			       bench_report_api_names[a],
+			       entry_table[a].bench_name,
 			       r->best_ns[a][s] / r->best_ns[a][BENCH_LIBC]);
 	}
 }
@@ -106,12 +103,15 @@ static void bench_report_csv_threads(const struct bench_result *results, unsigne
 		for (unsigned s = 0; s < BENCH_SOURCES; s++) {
 			if (!bench_measure_source_wanted(s))
 				continue;
-			for (unsigned a = 0; a < BENCH_APIS; a++)
+			for (unsigned i = 0; i < ENTRY_COUNT; i++) {
+				enum entry_point a = bench_measure_order[i];
+
 				if (bench_measure_api_wanted(a))
 					printf("%s,%s,thread%u_ns_per_call,%.2f\n",
 					       bench_report_source_names[s],
-					       bench_report_api_names[a], t + 1,
+					       entry_table[a].bench_name, t + 1,
 					       results[t].best_ns[a][s]);
+			}
 		}
 	}
 }
@@ -156,10 +156,12 @@ static void bench_report_table_result(const struct bench_result *r)
 	for (unsigned f = 0; f < nfast; f++)
 		printf(" %10s %6s", bench_report_source_names[fast[f]], "ratio");
 	printf("\n");
-	for (unsigned a = 0; a < BENCH_APIS; a++) {
+	for (unsigned i = 0; i < ENTRY_COUNT; i++) {
+		enum entry_point a = bench_measure_order[i];
+
 		if (!bench_measure_api_wanted(a))
 			continue;
-		printf("%-*s %8.2f", BENCH_REPORT_API_WIDTH, bench_report_api_names[a],
+		printf("%-*s %8.2f", BENCH_REPORT_API_WIDTH, entry_table[a].bench_name,
 		       r->best_ns[a][BENCH_LIBC]);
 		for (unsigned f = 0; f < nfast; f++)
 			printf(" %10.2f %6.2f", r->best_ns[a][fast[f]],
@@ -174,13 +176,16 @@ static void bench_report_table_result(const struct bench_result *r)
 		       r->bare_ns[BENCH_BARE_RDTSCP]);
 		printf("%-*s %14s %14s\n", BENCH_REPORT_API_WIDTH, "api", "relaxed-rdtsc",
 		       "ordered-instr");
-		for (unsigned a = 0; a < BENCH_APIS; a++)
+		for (unsigned i = 0; i < ENTRY_COUNT; i++) {
+			enum entry_point a = bench_measure_order[i];
+
 			if (bench_report_has_floor(a))
 				printf("%-*s %14.2f %14.2f\n", BENCH_REPORT_API_WIDTH,
-				       bench_report_api_names[a],
+				       entry_table[a].bench_name,
 				       r->best_ns[a][BENCH_RELAXED] - r->bare_ns[BENCH_BARE_RDTSC],
 				       r->best_ns[a][BENCH_ORDERED] -
 					   r->bare_ns[BENCH_BARE_RDTSCP]);
+		}
 	}
 
 	printf("\nper-call cost of clock_gettime(MONOTONIC), ns (batches of %u)\n",

@@ -16,11 +16,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "api_choice.h"
 #include "bench.h"
 #include "bench_libc.h"
 #include "bench_library.h"
 #include "bench_proc.h"
+#include "entry_table.h"
 #include "settings.h"
 
 #define BENCH_STARTUP_LINES	 64u
@@ -40,8 +40,8 @@ struct bench_startup_choice {
 	unsigned decided; /* entry points decided so far */
 	unsigned waiting; /* entry points left for a later choice */
 	unsigned fast;	  /* of those decided, the ones the library answers */
-	char api[API_CHOICE_COUNT][64];
-	bool is_fast[API_CHOICE_COUNT];
+	char api[ENTRY_COUNT][64];
+	bool is_fast[ENTRY_COUNT];
 };
 
 /* What the debug lines said, and when (ms after the first call, or -1). */
@@ -92,18 +92,18 @@ static void bench_startup_count(struct bench_startup_result *r, const char *line
 	}
 	if (strstr(line, " ns, fasttime not measured: ") != NULL)
 		c->waiting++;
-	else if (c->decided < API_CHOICE_COUNT &&
+	else if (c->decided < ENTRY_COUNT &&
 		 bench_startup_decision(line, c->api[c->decided], sizeof c->api[0],
 					&c->is_fast[c->decided])) {
 		c->fast += c->is_fast[c->decided];
 		c->decided++;
 	} else
 		return;
-	if (c->decided + c->waiting == API_CHOICE_COUNT && r->first_choice_ms < 0) {
+	if (c->decided + c->waiting == ENTRY_COUNT && r->first_choice_ms < 0) {
 		r->first = *c;
 		r->first_choice_ms = ms;
 	}
-	if (c->decided == API_CHOICE_COUNT) {
+	if (c->decided == ENTRY_COUNT) {
 		r->decision_ms = ms;
 		r->outcome = "decided";
 	}
@@ -217,12 +217,11 @@ static void bench_startup_table(const struct bench_startup_result *r)
 	if (r->first_choice_ms >= 0 && r->first.waiting > 0)
 		printf("first choice %.3f ms after the first call: %u of %u entry points fast, "
 		       "%u left until their lines are ready\n",
-		       r->first_choice_ms, r->first.fast, (unsigned)API_CHOICE_COUNT,
-		       r->first.waiting);
+		       r->first_choice_ms, r->first.fast, (unsigned)ENTRY_COUNT, r->first.waiting);
 	if (r->decision_ms >= 0 && r->choice.fast > 0)
 		printf("fast path active %.3f ms after the first call, for %u of %u entry "
 		       "points\n",
-		       r->decision_ms, r->choice.fast, (unsigned)API_CHOICE_COUNT);
+		       r->decision_ms, r->choice.fast, (unsigned)ENTRY_COUNT);
 	else if (r->decision_ms >= 0)
 		printf("decided %.3f ms after the first call: libc answers every entry "
 		       "point here\n",

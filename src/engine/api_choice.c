@@ -23,27 +23,7 @@
  * must not send an entry point through the library for nothing. */
 #define API_CHOICE_MARGIN 0.97
 
-const char *const api_choice_names[API_CHOICE_COUNT] = {
-	[API_CHOICE_MONOTONIC] = "clock_gettime(CLOCK_MONOTONIC)",
-	[API_CHOICE_REALTIME] = "clock_gettime(CLOCK_REALTIME)",
-	[API_CHOICE_BOOTTIME] = "clock_gettime(CLOCK_BOOTTIME)",
-	[API_CHOICE_TAI] = "clock_gettime(CLOCK_TAI)",
-	[API_CHOICE_MONOTONIC_RAW] = "clock_gettime(CLOCK_MONOTONIC_RAW)",
-	[API_CHOICE_GETTIMEOFDAY] = "gettimeofday",
-	[API_CHOICE_TIME] = "time",
-	[API_CHOICE_TIMESPEC_GET] = "timespec_get(TIME_UTC)",
-};
-const uint32_t api_choice_bits[API_CHOICE_COUNT] = {
-	[API_CHOICE_MONOTONIC] = CLOCK_API_MONOTONIC,
-	[API_CHOICE_REALTIME] = CLOCK_API_REALTIME,
-	[API_CHOICE_BOOTTIME] = CLOCK_API_BOOTTIME,
-	[API_CHOICE_TAI] = CLOCK_API_TAI,
-	[API_CHOICE_MONOTONIC_RAW] = CLOCK_API_MONOTONIC_RAW,
-	[API_CHOICE_GETTIMEOFDAY] = CLOCK_API_GETTIMEOFDAY,
-	[API_CHOICE_TIME] = CLOCK_API_TIME,
-	[API_CHOICE_TIMESPEC_GET] = CLOCK_API_TIMESPEC_GET,
-};
-struct api_cost api_choice_costs[API_CHOICE_COUNT];
+struct api_cost api_choice_costs[ENTRY_COUNT];
 bool api_choice_made;
 struct api_choice_record api_choice_last;
 /* Every CLOCK_API_* bit readers of each mode have been given since the
@@ -160,87 +140,87 @@ static struct libc_time_functions *api_entry(void)
 	return entries;
 }
 
-/* libc's clock_gettime and the entry-shaped one, for one clock id (a
- * constant in each pair, as in a program's call). */
-#define API_CLOCK_LOOPS(name, id)                                                                  \
-	static __attribute__((noinline)) void api_libc_##name(uint32_t flags, unsigned calls)      \
+/* For each form of entry point, libc's function and the entry-shaped one
+ * in loops, named after the row (api_libc_ID, api_fast_ID): clock_gettime's
+ * with its clock id a constant in each pair, as in a program's call. */
+#define API_LOOPS_CLOCK_GETTIME(id, clock)                                                         \
+	static __attribute__((noinline)) void api_libc_##id(uint32_t flags, unsigned calls)        \
 	{                                                                                          \
 		struct timespec ts;                                                                \
 		(void)flags;                                                                       \
 		for (unsigned i = 0; i < calls; i++) {                                             \
-			libc_clock_gettime(id, &ts);                                               \
+			libc_clock_gettime(clock, &ts);                                            \
 			api_consume((uint64_t)ts.tv_nsec);                                         \
 		}                                                                                  \
 	}                                                                                          \
-	static __attribute__((noinline)) void api_fast_##name(uint32_t flags, unsigned calls)      \
+	static __attribute__((noinline)) void api_fast_##id(uint32_t flags, unsigned calls)        \
 	{                                                                                          \
 		struct timespec ts = { 0, 0 };                                                     \
 		(void)flags;                                                                       \
 		for (unsigned i = 0; i < calls; i++) {                                             \
-			api_entry()->clock_gettime(id, &ts);                                       \
+			api_entry()->clock_gettime(clock, &ts);                                    \
 			api_consume((uint64_t)ts.tv_nsec);                                         \
 		}                                                                                  \
 	}
 
-API_CLOCK_LOOPS(monotonic, CLOCK_MONOTONIC)
-API_CLOCK_LOOPS(realtime, CLOCK_REALTIME)
-API_CLOCK_LOOPS(boottime, CLOCK_BOOTTIME)
-API_CLOCK_LOOPS(tai, CLOCK_TAI)
-API_CLOCK_LOOPS(monotonic_raw, CLOCK_MONOTONIC_RAW)
-
-static __attribute__((noinline)) void api_libc_gettimeofday(uint32_t flags, unsigned calls)
-{
-	struct timeval tv;
-	(void)flags;
-	for (unsigned i = 0; i < calls; i++) {
-		libc_gettimeofday(&tv, NULL);
-		api_consume((uint64_t)tv.tv_usec);
+#define API_LOOPS_GETTIMEOFDAY(id, clock)                                                          \
+	static __attribute__((noinline)) void api_libc_##id(uint32_t flags, unsigned calls)        \
+	{                                                                                          \
+		struct timeval tv;                                                                 \
+		(void)flags;                                                                       \
+		for (unsigned i = 0; i < calls; i++) {                                             \
+			libc_gettimeofday(&tv, NULL);                                              \
+			api_consume((uint64_t)tv.tv_usec);                                         \
+		}                                                                                  \
+	}                                                                                          \
+	static __attribute__((noinline)) void api_fast_##id(uint32_t flags, unsigned calls)        \
+	{                                                                                          \
+		struct timeval tv = { 0, 0 };                                                      \
+		(void)flags;                                                                       \
+		for (unsigned i = 0; i < calls; i++) {                                             \
+			api_entry()->gettimeofday(&tv, NULL);                                      \
+			api_consume((uint64_t)tv.tv_usec);                                         \
+		}                                                                                  \
 	}
-}
 
-static __attribute__((noinline)) void api_fast_gettimeofday(uint32_t flags, unsigned calls)
-{
-	struct timeval tv = { 0, 0 };
-	(void)flags;
-	for (unsigned i = 0; i < calls; i++) {
-		api_entry()->gettimeofday(&tv, NULL);
-		api_consume((uint64_t)tv.tv_usec);
+#define API_LOOPS_TIME(id, clock)                                                                  \
+	static __attribute__((noinline)) void api_libc_##id(uint32_t flags, unsigned calls)        \
+	{                                                                                          \
+		(void)flags;                                                                       \
+		for (unsigned i = 0; i < calls; i++)                                               \
+			api_consume((uint64_t)libc_time_now(NULL));                                \
+	}                                                                                          \
+	static __attribute__((noinline)) void api_fast_##id(uint32_t flags, unsigned calls)        \
+	{                                                                                          \
+		(void)flags;                                                                       \
+		for (unsigned i = 0; i < calls; i++)                                               \
+			api_consume((uint64_t)api_entry()->time(NULL));                            \
 	}
-}
 
-static __attribute__((noinline)) void api_libc_time(uint32_t flags, unsigned calls)
-{
-	(void)flags;
-	for (unsigned i = 0; i < calls; i++)
-		api_consume((uint64_t)libc_time_now(NULL));
-}
-
-static __attribute__((noinline)) void api_fast_time(uint32_t flags, unsigned calls)
-{
-	(void)flags;
-	for (unsigned i = 0; i < calls; i++)
-		api_consume((uint64_t)api_entry()->time(NULL));
-}
-
-static __attribute__((noinline)) void api_libc_timespec_get(uint32_t flags, unsigned calls)
-{
-	struct timespec ts;
-	(void)flags;
-	for (unsigned i = 0; i < calls; i++) {
-		libc_timespec_get(&ts, TIME_UTC);
-		api_consume((uint64_t)ts.tv_nsec);
+#define API_LOOPS_TIMESPEC_GET(id, clock)                                                          \
+	static __attribute__((noinline)) void api_libc_##id(uint32_t flags, unsigned calls)        \
+	{                                                                                          \
+		struct timespec ts;                                                                \
+		(void)flags;                                                                       \
+		for (unsigned i = 0; i < calls; i++) {                                             \
+			libc_timespec_get(&ts, TIME_UTC);                                          \
+			api_consume((uint64_t)ts.tv_nsec);                                         \
+		}                                                                                  \
+	}                                                                                          \
+	static __attribute__((noinline)) void api_fast_##id(uint32_t flags, unsigned calls)        \
+	{                                                                                          \
+		struct timespec ts = { 0, 0 };                                                     \
+		(void)flags;                                                                       \
+		for (unsigned i = 0; i < calls; i++) {                                             \
+			api_entry()->timespec_get(&ts, TIME_UTC);                                  \
+			api_consume((uint64_t)ts.tv_nsec);                                         \
+		}                                                                                  \
 	}
-}
 
-static __attribute__((noinline)) void api_fast_timespec_get(uint32_t flags, unsigned calls)
-{
-	struct timespec ts = { 0, 0 };
-	(void)flags;
-	for (unsigned i = 0; i < calls; i++) {
-		api_entry()->timespec_get(&ts, TIME_UTC);
-		api_consume((uint64_t)ts.tv_nsec);
-	}
-}
+#define ENTRY(id, form, clock, bit, bench_position, name, key, bench_name)                         \
+	API_LOOPS_##form(id, clock)
+#include "entry_table.def"
+#undef ENTRY
 
 static double api_time_loop(api_loop_fn loop, uint32_t flags)
 {
@@ -266,21 +246,17 @@ static uint32_t api_choice_answerable(void)
 	return bits;
 }
 
-uint32_t api_choice_measure(uint32_t mode_flags, struct api_cost costs[API_CHOICE_COUNT],
+uint32_t api_choice_measure(uint32_t mode_flags, struct api_cost costs[ENTRY_COUNT],
 			    unsigned *fallbacks)
 {
 	static const struct {
 		api_loop_fn libc_loop;
 		api_loop_fn fast_loop;
-	} apis[API_CHOICE_COUNT] = {
-		[API_CHOICE_MONOTONIC] = { api_libc_monotonic, api_fast_monotonic },
-		[API_CHOICE_REALTIME] = { api_libc_realtime, api_fast_realtime },
-		[API_CHOICE_BOOTTIME] = { api_libc_boottime, api_fast_boottime },
-		[API_CHOICE_TAI] = { api_libc_tai, api_fast_tai },
-		[API_CHOICE_MONOTONIC_RAW] = { api_libc_monotonic_raw, api_fast_monotonic_raw },
-		[API_CHOICE_GETTIMEOFDAY] = { api_libc_gettimeofday, api_fast_gettimeofday },
-		[API_CHOICE_TIME] = { api_libc_time, api_fast_time },
-		[API_CHOICE_TIMESPEC_GET] = { api_libc_timespec_get, api_fast_timespec_get },
+	} apis[ENTRY_COUNT] = {
+#define ENTRY(id, form, clock, bit, bench_position, name, key, bench_name)                         \
+	[ENTRY_##id] = { api_libc_##id, api_fast_##id },
+#include "entry_table.def"
+#undef ENTRY
 	};
 	uint32_t chosen = 0, answerable = api_choice_answerable();
 
@@ -288,8 +264,8 @@ uint32_t api_choice_measure(uint32_t mode_flags, struct api_cost costs[API_CHOIC
 	libc_resolve();
 	api_fallbacks = 0;
 	__atomic_store_n(&api_measured_flags, mode_flags | answerable, __ATOMIC_RELAXED);
-	for (unsigned a = 0; a < API_CHOICE_COUNT; a++) {
-		bool measure_fast = (answerable & api_choice_bits[a]) != 0;
+	for (unsigned a = 0; a < ENTRY_COUNT; a++) {
+		bool measure_fast = (answerable & entry_table[a].api) != 0;
 		double best_libc = 1e30, best_fast = 1e30;
 
 		/* Alternate, and keep each side's best round: the least disturbed
@@ -307,12 +283,12 @@ uint32_t api_choice_measure(uint32_t mode_flags, struct api_cost costs[API_CHOIC
 			if (fast_ns < best_fast)
 				best_fast = fast_ns;
 		}
-		costs[a].name = api_choice_names[a];
-		costs[a].flag = api_choice_bits[a];
+		costs[a].name = entry_table[a].name;
+		costs[a].flag = entry_table[a].api;
 		costs[a].libc_ns = best_libc;
 		costs[a].fast_ns = measure_fast ? best_fast : 0;
 		if (measure_fast && best_fast < best_libc * API_CHOICE_MARGIN)
-			chosen |= api_choice_bits[a];
+			chosen |= entry_table[a].api;
 	}
 	*fallbacks = api_fallbacks;
 	return chosen & answerable;
@@ -394,14 +370,14 @@ static void api_choice_publish_flags(bool trusted)
 /* Measures every mode the engine chooses for, this process's own first
  * (its costs are the ones kept for diagnostics): the chosen bits by mode
  * in chosen, the calls that fell back in *fallbacks. */
-static void api_choice_measure_modes(struct api_cost costs[API_CHOICE_COUNT],
+static void api_choice_measure_modes(struct api_cost costs[ENTRY_COUNT],
 				     uint32_t chosen[TABLE_MODE_COUNT], unsigned *fallbacks)
 {
 	enum table_mode own = table_own_mode();
 
 	for (unsigned i = 0; i < TABLE_MODE_COUNT; i++) {
 		enum table_mode mode = i == 0 ? own : (enum table_mode)(1 - own);
-		struct api_cost other[API_CHOICE_COUNT];
+		struct api_cost other[ENTRY_COUNT];
 		unsigned fell_back = 0;
 
 		chosen[mode] = 0;
@@ -411,7 +387,7 @@ static void api_choice_measure_modes(struct api_cost costs[API_CHOICE_COUNT],
 						  mode == own ? costs : other, &fell_back);
 		*fallbacks += fell_back;
 		if (mode != own && fell_back == 0)
-			for (unsigned a = 0; a < API_CHOICE_COUNT; a++)
+			for (unsigned a = 0; a < ENTRY_COUNT; a++)
 				debug_log("%s, for %s readers: libc %.1f ns, fasttime %.1f ns: %s",
 					  other[a].name,
 					  mode == TABLE_MODE_RELAXED ? "relaxed" : "ordered",
@@ -426,7 +402,7 @@ static void api_choice_measure_modes(struct api_cost costs[API_CHOICE_COUNT],
  * away, and the next round measures again. */
 static void api_choice_choose(unsigned round, unsigned with_line, bool force)
 {
-	struct api_cost costs[API_CHOICE_COUNT];
+	struct api_cost costs[ENTRY_COUNT];
 	uint32_t chosen[TABLE_MODE_COUNT];
 	unsigned fallbacks = 0;
 	uint32_t cpu;
@@ -443,9 +419,9 @@ static void api_choice_choose(unsigned round, unsigned with_line, bool force)
 	/* Named even where this process's own mode is not measured (a
 	 * service whose own mode cannot read here). */
 	memset(costs, 0, sizeof costs);
-	for (unsigned a = 0; a < API_CHOICE_COUNT; a++) {
-		costs[a].name = api_choice_names[a];
-		costs[a].flag = api_choice_bits[a];
+	for (unsigned a = 0; a < ENTRY_COUNT; a++) {
+		costs[a].name = entry_table[a].name;
+		costs[a].flag = entry_table[a].api;
 	}
 	api_choice_measure_modes(costs, chosen, &fallbacks);
 	if (placement_visit_close())
@@ -475,7 +451,7 @@ static void api_choice_choose(unsigned round, unsigned with_line, bool force)
 		  "with lines on %u of %u CPUs",
 		  round, (double)api_choice_last.after_start_ns / 1e9, cpu, with_line,
 		  api_choice_last.cpus_usable);
-	for (unsigned a = 0; a < API_CHOICE_COUNT; a++) {
+	for (unsigned a = 0; a < ENTRY_COUNT; a++) {
 		const struct api_cost *cost = &api_choice_costs[a];
 
 		/* Not "libc" for a clock whose lines are not ready: the next

@@ -8,26 +8,11 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "entry_table.h"
 #include "round.h"
 #include "table.h"
 
-enum api_choice_index {
-	API_CHOICE_MONOTONIC,
-	API_CHOICE_REALTIME,
-	API_CHOICE_BOOTTIME,
-	API_CHOICE_TAI,
-	API_CHOICE_MONOTONIC_RAW,
-	API_CHOICE_GETTIMEOFDAY,
-	API_CHOICE_TIME,
-	API_CHOICE_TIMESPEC_GET,
-	API_CHOICE_COUNT,
-};
-
-/* Each entry point's name, as the debug lines and --info give it, and its
- * CLOCK_API_* bit. */
-extern const char *const api_choice_names[API_CHOICE_COUNT];
-extern const uint32_t api_choice_bits[API_CHOICE_COUNT];
-
+/* An entry point's cost; arrays of them are indexed by enum entry_point. */
 struct api_cost {
 	const char *name;
 	uint32_t flag;	/* its CLOCK_API_* bit */
@@ -44,7 +29,7 @@ struct api_cost {
  * answer: any at all, and the fast figures are libc's, not the counter's.
  * Between the timed runs a look of the watch renews the lines' validity
  * (look_once): over a slow kernel clock the measurement outlasts it. */
-uint32_t api_choice_measure(uint32_t mode_flags, struct api_cost costs[API_CHOICE_COUNT],
+uint32_t api_choice_measure(uint32_t mode_flags, struct api_cost costs[ENTRY_COUNT],
 			    unsigned *fallbacks);
 
 /* When and on what the entry points were last chosen, for --info and the
@@ -64,7 +49,7 @@ struct api_choice_record {
 extern struct api_choice_record api_choice_last;
 /* Costs measured when choosing the entry points, in this process's mode,
  * for diagnostics. */
-extern struct api_cost api_choice_costs[API_CHOICE_COUNT];
+extern struct api_cost api_choice_costs[ENTRY_COUNT];
 /* Whether a choice stands (api_choice_last.chosen). */
 extern bool api_choice_made;
 

@@ -157,23 +157,14 @@ static inline uint32_t preload_api_flags(void)
 /* Which entry point a slow path answers for, and so in which form: the
  * place the caller gave (a timespec, a timeval, or time()'s time_t, which
  * may be NULL) and the return value (0, TIME_UTC, or time()'s seconds).
- * clock_gettime's are numbered as their clock ids, so that it passes its
- * id; the others as their bits in api_flags (clock_table.h). */
+ * Each is numbered as its bit in api_flags (entry_table.def), so that
+ * clock_gettime's are their clock ids and it passes its id. */
 enum preload_entry {
-	PRELOAD_REALTIME = CLOCK_REALTIME,
-	PRELOAD_MONOTONIC = CLOCK_MONOTONIC,
-	PRELOAD_BOOTTIME = CLOCK_BOOTTIME,
-	PRELOAD_TAI = CLOCK_TAI,
-	PRELOAD_MONOTONIC_RAW = CLOCK_MONOTONIC_RAW,
-	PRELOAD_GETTIMEOFDAY = CLOCK_ID_BITS,
-	PRELOAD_TIME,
-	PRELOAD_TIMESPEC_GET,
+#define ENTRY(id, form, clock, bit, bench_position, name, key, bench_name) PRELOAD_##id = (bit),
+#include "entry_table.def"
+#undef ENTRY
 };
 
-_Static_assert(CLOCK_API_GETTIMEOFDAY == 1u << PRELOAD_GETTIMEOFDAY &&
-		   CLOCK_API_TIME == 1u << PRELOAD_TIME &&
-		   CLOCK_API_TIMESPEC_GET == 1u << PRELOAD_TIMESPEC_GET,
-	       "an entry's number is its bit's");
 /* One return type for all four: time()'s seconds, the others' int. */
 _Static_assert(sizeof(time_t) <= sizeof(long), "time()'s seconds fit a slow path's answer");
 

@@ -1,7 +1,8 @@
 /* The clocks fasttime answers, as a table: one row per clock id, saying
  * what answers it (which lines, plus which offset), its bit in api_flags,
- * and the entry points that read it. Adding a clock is a row here, an
- * offset kind if it needs one, and its tests.
+ * and the entry points that read it. Adding a clock is a row here, its
+ * clock_gettime's row in entry_table.def (which gives the bits), an offset
+ * kind if it needs one, and its tests.
  *
  * api_flags bits: clock_gettime's clock ids first, bit n for clock id n
  * (so that clock_gettime tests (flags >> id) & 1), below CLOCK_ID_BITS;
@@ -16,21 +17,22 @@
  * clock's, which is negative) goes to libc untouched. */
 #define CLOCK_ID_BITS 16u
 
+/* Each entry point's bit, CLOCK_API_ID (entry_table.def): clock_gettime's,
+ * by clock id, below CLOCK_ID_BITS; the other entry points, all
+ * CLOCK_REALTIME, above them; CLOCK_API_ALL, all of them; then how the
+ * counter is read and the engine's state. */
 enum clock_api {
-	/* clock_gettime, by clock id */
-	CLOCK_API_REALTIME = 1u << CLOCK_REALTIME,
-	CLOCK_API_MONOTONIC = 1u << CLOCK_MONOTONIC,
-	CLOCK_API_BOOTTIME = 1u << CLOCK_BOOTTIME,
-	CLOCK_API_TAI = 1u << CLOCK_TAI,
-	CLOCK_API_MONOTONIC_RAW = 1u << CLOCK_MONOTONIC_RAW,
-	CLOCK_API_CLOCK_IDS = CLOCK_API_REALTIME | CLOCK_API_MONOTONIC | CLOCK_API_BOOTTIME |
-			      CLOCK_API_TAI | CLOCK_API_MONOTONIC_RAW,
-	/* the other entry points, all CLOCK_REALTIME */
-	CLOCK_API_GETTIMEOFDAY = 1u << (CLOCK_ID_BITS + 0),
-	CLOCK_API_TIME = 1u << (CLOCK_ID_BITS + 1),
-	CLOCK_API_TIMESPEC_GET = 1u << (CLOCK_ID_BITS + 2),
-	CLOCK_API_ALL =
-	    CLOCK_API_CLOCK_IDS | CLOCK_API_GETTIMEOFDAY | CLOCK_API_TIME | CLOCK_API_TIMESPEC_GET,
+#define ENTRY(id, form, clock, bit, bench_position, name, key, bench_name)                         \
+	CLOCK_API_##id = 1u << (bit),
+#include "entry_table.def"
+#undef ENTRY
+	CLOCK_API_ALL = 0u
+#define ENTRY(id, form, clock, bit, bench_position, name, key, bench_name) | CLOCK_API_##id
+#include "entry_table.def"
+#undef ENTRY
+	,
+	/* clock_gettime's */
+	CLOCK_API_CLOCK_IDS = CLOCK_API_ALL & ((1u << CLOCK_ID_BITS) - 1u),
 	/* How the counter and the CPU id are read (cpu.h's cpu_reading):
 	 * none of these bits is rdtscp with TSC_AUX. */
 	CLOCK_MODE_RELAXED = 1u << (CLOCK_ID_BITS + 4), /* rdtsc, CPU id from rseq */
@@ -52,10 +54,12 @@ enum clock_api {
 	CLOCK_READ_BITS = CLOCK_MODE_RELAXED | CLOCK_READ_LFENCE | CLOCK_CPU_GETCPU,
 };
 
-_Static_assert(CLOCK_REALTIME < CLOCK_ID_BITS && CLOCK_MONOTONIC < CLOCK_ID_BITS &&
-		   CLOCK_BOOTTIME < CLOCK_ID_BITS && CLOCK_TAI < CLOCK_ID_BITS &&
-		   CLOCK_MONOTONIC_RAW < CLOCK_ID_BITS,
-	       "every clock id in the table has a bit below the entry points'");
+/* A bit below CLOCK_ID_BITS is clock_gettime's for the clock of that id. */
+#define ENTRY(id, form, clock, bit, bench_position, name, key, bench_name)                         \
+	_Static_assert((bit) >= CLOCK_ID_BITS || (bit) == (clock),                                 \
+		       #id ": a bit below CLOCK_ID_BITS is a clock id's");
+#include "entry_table.def"
+#undef ENTRY
 
 /* Which per-CPU lines answer a clock: those calibrated against
  * CLOCK_MONOTONIC (which NTP slews, and so every clock made from it), or

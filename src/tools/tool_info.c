@@ -13,6 +13,7 @@
 
 #include "api_choice.h"
 #include "cpu.h"
+#include "entry_table.h"
 #include "evidence.h"
 #include "libc.h"
 #include "refresh.h"
@@ -136,11 +137,11 @@ static void tool_info_print_gain(const char *mode, double libc_ns, double fast_n
 static void tool_info_print_expect(const struct tool_info_report *report)
 {
 	const char *kernel = tool_info_report_kernel_clock(report);
-	const struct api_cost *ordered = &report->ordered[API_CHOICE_MONOTONIC];
-	const struct api_cost *relaxed = &report->relaxed[API_CHOICE_MONOTONIC];
+	const struct api_cost *ordered = &report->ordered[ENTRY_MONOTONIC];
+	const struct api_cost *relaxed = &report->relaxed[ENTRY_MONOTONIC];
 	bool has_ordered = report->costs_measured && report->can_order && ordered->fast_ns > 0;
 	bool has_relaxed = report->costs_measured && relaxed->fast_ns > 0;
-	double libc_ns = tool_info_report_libc_ns(report, API_CHOICE_MONOTONIC);
+	double libc_ns = tool_info_report_libc_ns(report, ENTRY_MONOTONIC);
 	char how[128];
 
 	if (kernel == NULL)
@@ -230,7 +231,7 @@ static void tool_info_print_choice(bool relaxed, bool disabled)
 	       api_choice_last.cpu, api_choice_last.cpus_with_line, api_choice_last.cpus_usable,
 	       api_choice_last.rejected > 0 ? " (after measurements thrown away)" : "");
 	printf("  %-35s %7s %8s  %s\n", "entry point", "libc", "fasttime", "answered by");
-	for (unsigned a = 0; a < API_CHOICE_COUNT; a++) {
+	for (unsigned a = 0; a < ENTRY_COUNT; a++) {
 		const struct api_cost *cost = &api_choice_costs[a];
 		char fast_ns[16] = "-";
 
@@ -249,9 +250,9 @@ static void tool_info_print_served_choice(const struct tool_info_report *report,
 {
 	printf("\nentry points in %s mode, as the service's page answers them\n",
 	       relaxed ? "relaxed" : "ordered");
-	for (unsigned a = 0; a < API_CHOICE_COUNT; a++)
-		printf("  %-35s %s\n", api_choice_names[a],
-		       (report->served_flags & api_choice_bits[a]) ? "fasttime" : "libc");
+	for (unsigned a = 0; a < ENTRY_COUNT; a++)
+		printf("  %-35s %s\n", entry_table[a].name,
+		       (report->served_flags & entry_table[a].api) ? "fasttime" : "libc");
 }
 
 /* Each entry point's cost from libc and from the counter in both modes,
@@ -265,7 +266,7 @@ static void tool_info_print_costs(const struct tool_info_report *report)
 		       "be libc's)\n",
 		       report->calls_fell_back);
 	printf("  %-35s %7s %8s %8s\n", "entry point", "libc", "ordered", "relaxed");
-	for (unsigned a = 0; a < API_CHOICE_COUNT; a++) {
+	for (unsigned a = 0; a < ENTRY_COUNT; a++) {
 		char ordered_ns[16] = "-", relaxed_ns[16] = "-";
 
 		if (report->can_order && report->ordered[a].fast_ns > 0)

@@ -11,23 +11,9 @@
 #include <string.h>
 
 #include "api_choice.h"
+#include "entry_table.h"
 #include "libc.h"
 #include "verdict.h"
-
-/* The API part of the api.* keys, by entry point. */
-static const char *const tool_info_keys_api_names[] = {
-	[API_CHOICE_MONOTONIC] = "clock_gettime_monotonic",
-	[API_CHOICE_REALTIME] = "clock_gettime_realtime",
-	[API_CHOICE_BOOTTIME] = "clock_gettime_boottime",
-	[API_CHOICE_TAI] = "clock_gettime_tai",
-	[API_CHOICE_MONOTONIC_RAW] = "clock_gettime_monotonic_raw",
-	[API_CHOICE_GETTIMEOFDAY] = "gettimeofday",
-	[API_CHOICE_TIME] = "time",
-	[API_CHOICE_TIMESPEC_GET] = "timespec_get_utc",
-};
-_Static_assert(sizeof tool_info_keys_api_names / sizeof tool_info_keys_api_names[0] ==
-		   API_CHOICE_COUNT,
-	       "every entry point needs its name in the api.* keys");
 
 /* A line whose value is formatted: a number or one of the key's words. */
 static void __attribute__((format(printf, 2, 3)))
@@ -242,8 +228,8 @@ static void tool_info_keys_choice(const struct tool_info_report *report)
 	tool_info_keys_maybe("calibration.cpus_with_line", chosen, "%u", choice->cpus_with_line);
 	tool_info_keys_maybe("calibration.cpus_usable", chosen, "%u", choice->cpus_usable);
 	tool_info_keys_maybe("calibration.rejected", chosen, "%u", choice->rejected);
-	for (unsigned a = 0; a < API_CHOICE_COUNT; a++) {
-		const char *api = tool_info_keys_api_names[a];
+	for (unsigned a = 0; a < ENTRY_COUNT; a++) {
+		const char *api = entry_table[a].key;
 		const struct api_cost *cost = &api_choice_costs[a];
 
 		tool_info_keys_maybe(tool_info_keys_name(key, sizeof key, "api", api, "libc_ns"),
@@ -256,7 +242,7 @@ static void tool_info_keys_choice(const struct tool_info_report *report)
 				   chosen && (choice->chosen & cost->flag) ? "fasttime" : "libc");
 		tool_info_keys_maybe(
 		    tool_info_keys_name(key, sizeof key, "api", api, "served_by"), report->served,
-		    "%s", (report->served_flags & api_choice_bits[a]) ? "fasttime" : "libc");
+		    "%s", (report->served_flags & entry_table[a].api) ? "fasttime" : "libc");
 		tool_info_keys_maybe(
 		    tool_info_keys_name(key, sizeof key, "api", api, "cost_libc_ns"), costs, "%.1f",
 		    tool_info_report_libc_ns(report, a));

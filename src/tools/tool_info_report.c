@@ -84,10 +84,10 @@ void tool_info_report_calibrate(struct tool_info_report *report, uint32_t *cpus)
 }
 
 /* Keeps the cheaper of each measured cost in best. */
-static void tool_info_report_keep_best(struct api_cost best[API_CHOICE_COUNT],
-				       const struct api_cost costs[API_CHOICE_COUNT])
+static void tool_info_report_keep_best(struct api_cost best[ENTRY_COUNT],
+				       const struct api_cost costs[ENTRY_COUNT])
 {
-	for (unsigned a = 0; a < API_CHOICE_COUNT; a++) {
+	for (unsigned a = 0; a < ENTRY_COUNT; a++) {
 		best[a].name = costs[a].name;
 		if (best[a].libc_ns == 0 || costs[a].libc_ns < best[a].libc_ns)
 			best[a].libc_ns = costs[a].libc_ns;
@@ -112,7 +112,7 @@ static bool tool_info_report_mode_flags(const struct cpu_facts *facts, bool rela
  * only ever adds. */
 void tool_info_report_measure_costs(struct tool_info_report *report)
 {
-	struct api_cost costs[API_CHOICE_COUNT];
+	struct api_cost costs[ENTRY_COUNT];
 	uint32_t ordered_flags = 0, relaxed_flags = 0;
 	unsigned fallbacks = 0;
 

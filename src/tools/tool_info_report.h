@@ -31,7 +31,7 @@ struct tool_info_report {
 	bool costs_measured;
 	bool can_order; /* ordered reads are possible here */
 	unsigned calls_fell_back;
-	struct api_cost ordered[API_CHOICE_COUNT], relaxed[API_CHOICE_COUNT];
+	struct api_cost ordered[ENTRY_COUNT], relaxed[ENTRY_COUNT];
 	/* Whether a program started now would be served by a calibration
 	 * service (service_page.h): the page's path and its service's pid;
 	 * else, where a page exists, why it was refused. */

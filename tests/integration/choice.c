@@ -60,12 +60,12 @@ static bool choice_pin(uint32_t cpu)
  * fell back. */
 static uint32_t choice_clear_winners(uint32_t cpu, uint32_t mode_flags)
 {
-	double libc_ns[API_CHOICE_COUNT], fast_ns[API_CHOICE_COUNT];
-	struct api_cost costs[API_CHOICE_COUNT];
+	double libc_ns[ENTRY_COUNT], fast_ns[ENTRY_COUNT];
+	struct api_cost costs[ENTRY_COUNT];
 	uint32_t winners = 0;
 	unsigned fallbacks;
 
-	for (unsigned a = 0; a < API_CHOICE_COUNT; a++)
+	for (unsigned a = 0; a < ENTRY_COUNT; a++)
 		libc_ns[a] = fast_ns[a] = 1e30;
 	if (!choice_pin(cpu))
 		return 0;
@@ -73,12 +73,12 @@ static uint32_t choice_clear_winners(uint32_t cpu, uint32_t mode_flags)
 		api_choice_measure(mode_flags, costs, &fallbacks);
 		if (fallbacks > 0)
 			continue;
-		for (unsigned a = 0; a < API_CHOICE_COUNT; a++) {
+		for (unsigned a = 0; a < ENTRY_COUNT; a++) {
 			libc_ns[a] = costs[a].libc_ns < libc_ns[a] ? costs[a].libc_ns : libc_ns[a];
 			fast_ns[a] = costs[a].fast_ns < fast_ns[a] ? costs[a].fast_ns : fast_ns[a];
 		}
 	}
-	for (unsigned a = 0; a < API_CHOICE_COUNT; a++) {
+	for (unsigned a = 0; a < ENTRY_COUNT; a++) {
 		bool wins = fast_ns[a] < libc_ns[a] * CHOICE_CLEAR_WIN;
 
 		printf("reference on cpu %u: %-32s libc %7.1f ns, counter %7.1f ns%s\n", cpu,

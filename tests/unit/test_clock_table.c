@@ -1,7 +1,7 @@
 /* The clock table's rows and the api_flags bits they name: each row's bit
  * is its clock id's, the groups of bits never share one, and each row is
- * found by its id and by its offset kind. No TSC is read: this suite runs
- * on any machine. */
+ * found by its id and by its offset kind; the entry-point table agrees with
+ * it. No TSC is read: this suite runs on any machine. */
 #include "config.h"
 
 #include <limits.h>
@@ -10,22 +10,20 @@
 #include <time.h>
 
 #include "clock_table.h"
+#include "entry_table.h"
 #include "unit.h"
 
 /* Every single bit api_flags may hold, by group, for the disjointness
- * test: clock ids, the other entry points, how the counter is read. */
+ * test: the entry points' (entry_table.def), then how the counter is read
+ * and the engine's state. */
 static const struct {
 	const char *name;
 	uint32_t bit;
 } clock_table_test_bits[] = {
-	{ "CLOCK_API_REALTIME", CLOCK_API_REALTIME },
-	{ "CLOCK_API_MONOTONIC", CLOCK_API_MONOTONIC },
-	{ "CLOCK_API_BOOTTIME", CLOCK_API_BOOTTIME },
-	{ "CLOCK_API_TAI", CLOCK_API_TAI },
-	{ "CLOCK_API_MONOTONIC_RAW", CLOCK_API_MONOTONIC_RAW },
-	{ "CLOCK_API_GETTIMEOFDAY", CLOCK_API_GETTIMEOFDAY },
-	{ "CLOCK_API_TIME", CLOCK_API_TIME },
-	{ "CLOCK_API_TIMESPEC_GET", CLOCK_API_TIMESPEC_GET },
+#define ENTRY(id, form, clock, bit, bench_position, name, key, bench_name)                         \
+	{ "CLOCK_API_" #id, CLOCK_API_##id },
+#include "entry_table.def"
+#undef ENTRY
 	{ "CLOCK_MODE_RELAXED", CLOCK_MODE_RELAXED },
 	{ "CLOCK_READ_LFENCE", CLOCK_READ_LFENCE },
 	{ "CLOCK_CPU_GETCPU", CLOCK_CPU_GETCPU },
@@ -212,6 +210,102 @@ START_TEST(test_clock_table_offset_round_trip)
 }
 END_TEST
 
+/* Each entry point has a bit of its own, and together they are every
+ * CLOCK_API_* bit; each reads a clock of the clock table, among whose
+ * entry points it is, and each clock's entry points are the rows that
+ * read it. */
+START_TEST(test_entry_table_rows)
+{
+	uint32_t apis = 0;
+
+	for (unsigned e = 0; e < ENTRY_COUNT; e++) {
+		const struct entry_row *entry = &entry_table[e];
+		const struct clock_row *row = clock_table_row(entry->clock);
+		uint32_t readers = 0;
+
+		ck_assert_msg(entry->api != 0 && (entry->api & (entry->api - 1)) == 0,
+			      "%s: api %#x is not one bit", entry->name, entry->api);
+		ck_assert_msg((apis & entry->api) == 0, "%s: bit %#x used twice", entry->name,
+			      entry->api);
+		apis |= entry->api;
+		ck_assert_msg(row != NULL, "%s reads clock %d, which has no row", entry->name,
+			      (int)entry->clock);
+		for (unsigned f = 0; f < ENTRY_COUNT; f++)
+			if (entry_table[f].clock == entry->clock)
+				readers |= entry_table[f].api;
+		ck_assert_msg(row->entry_points == readers,
+			      "%s: its clock's entry points %#x, not the rows that read it %#x",
+			      entry->name, row->entry_points, readers);
+	}
+	ck_assert_uint_eq(apis, CLOCK_API_ALL);
+}
+END_TEST
+
+/* Every entry point has each of its names, none shared with another row,
+ * and its key is one word of the api.NAME.* keys: lower case, digits and
+ * underscores. */
+START_TEST(test_entry_table_names)
+{
+	for (unsigned e = 0; e < ENTRY_COUNT; e++) {
+		const struct entry_row *entry = &entry_table[e];
+
+		ck_assert_msg(entry->name != NULL && entry->name[0] != '\0', "entry %u: no name",
+			      e);
+		ck_assert_msg(entry->key != NULL && entry->key[0] != '\0', "%s: no key",
+			      entry->name);
+		ck_assert_msg(entry->bench_name != NULL && entry->bench_name[0] != '\0',
+			      "%s: no bench name", entry->name);
+		ck_assert_msg(strspn(entry->key, "abcdefghijklmnopqrstuvwxyz0123456789_") ==
+				  strlen(entry->key),
+			      "%s: key \"%s\" is not one word", entry->name, entry->key);
+		for (unsigned f = 0; f < e; f++) {
+			ck_assert_str_ne(entry_table[f].name, entry->name);
+			ck_assert_str_ne(entry_table[f].key, entry->key);
+			ck_assert_str_ne(entry_table[f].bench_name, entry->bench_name);
+		}
+	}
+}
+END_TEST
+
+/* The rows as entry_table.def writes them, with their form and bit. */
+static const struct {
+	const char *id, *form;
+	clockid_t clock;
+	unsigned bit;
+} entry_table_test_rows[] = {
+#define ENTRY(id, form, clock, bit, bench_position, name, key, bench_name)                         \
+	{ #id, #form, clock, bit },
+#include "entry_table.def"
+#undef ENTRY
+};
+
+/* clock_gettime's rows have their clock id for bit, below CLOCK_ID_BITS;
+ * every other row is a form of its own, reads CLOCK_REALTIME and has a bit
+ * from CLOCK_ID_BITS up, below the bits that say how the counter is read. */
+START_TEST(test_entry_table_forms)
+{
+	ck_assert_uint_eq(sizeof entry_table_test_rows / sizeof entry_table_test_rows[0],
+			  ENTRY_COUNT);
+	for (unsigned e = 0; e < ENTRY_COUNT; e++) {
+		const char *id = entry_table_test_rows[e].id, *form = entry_table_test_rows[e].form;
+		unsigned bit = entry_table_test_rows[e].bit;
+
+		ck_assert_uint_eq(1u << bit, entry_table[e].api);
+		ck_assert_int_eq(entry_table_test_rows[e].clock, entry_table[e].clock);
+		if (strcmp(form, "CLOCK_GETTIME") == 0) {
+			ck_assert_msg(bit == (unsigned)entry_table_test_rows[e].clock &&
+					  bit < CLOCK_ID_BITS,
+				      "%s: clock_gettime's bit %u is not its clock id", id, bit);
+			continue;
+		}
+		ck_assert_msg(strcmp(form, id) == 0, "%s: form %s, not its own", id, form);
+		ck_assert_int_eq(entry_table_test_rows[e].clock, CLOCK_REALTIME);
+		ck_assert_msg(bit >= CLOCK_ID_BITS && (1u << bit) < CLOCK_MODE_RELAXED,
+			      "%s: bit %u outside the other entry points' bits", id, bit);
+	}
+}
+END_TEST
+
 Suite *suite_clock_table(void)
 {
 	Suite *suite = suite_create("clock_table");
@@ -222,6 +316,9 @@ Suite *suite_clock_table(void)
 	tcase_add_test(tc, test_clock_table_bits_disjoint);
 	tcase_add_test(tc, test_clock_table_row_lookup);
 	tcase_add_test(tc, test_clock_table_offset_round_trip);
+	tcase_add_test(tc, test_entry_table_rows);
+	tcase_add_test(tc, test_entry_table_names);
+	tcase_add_test(tc, test_entry_table_forms);
 	suite_add_tcase(suite, tc);
 	return suite;
 }
