@@ -50,6 +50,9 @@ struct bench_result {
 	struct histogram cost[BENCH_SOURCES];	    /* MONOTONIC, tenths of ns */
 	struct histogram error[BENCH_SOURCES][2];   /* |error| ns: MONOTONIC, REALTIME */
 	uint64_t backward[BENCH_SOURCES];
+	/* Readings of the error passes that the engine's lines gave up on, so
+	 * that libc answered them (the engine's loops then time libc too). */
+	uint64_t gave_up[BENCH_SOURCES];
 	unsigned rounds;
 	struct bench_trace *trace; /* the first thread's only */
 };

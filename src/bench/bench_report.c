@@ -72,6 +72,7 @@ static void bench_report_csv_result(const struct bench_result *r)
 			       error->total);
 		}
 		printf("%s,%s,backward_steps,%" PRIu64 "\n", name, clock_api[0], r->backward[s]);
+		printf("%s,%s,lines_gave_up,%" PRIu64 "\n", name, clock_api[0], r->gave_up[s]);
 	}
 	if (bench_options.symbols)
 		return;
@@ -218,7 +219,17 @@ static void bench_report_table_result(const struct bench_result *r)
 			       histogram_percentile(&r->error[s][c], 99), r->error[s][c].max,
 			       r->error[s][c].total, c ? "-" : "");
 		printf("%-10s %-10s %48" PRIu64 "\n", "", "backward steps", r->backward[s]);
+		if (r->gave_up[s] > 0)
+			printf("%-10s %-10s %48" PRIu64 "\n", "", "lines gave up", r->gave_up[s]);
 	}
+	for (unsigned s = 0; s < BENCH_SOURCES; s++)
+		if (bench_measure_source_wanted(s) && r->gave_up[s] > 0) {
+			printf("\nWarning: the engine's lines gave up on some readings (the "
+			       "refresh thread\ncould not keep them fresh): libc answered those, "
+			       "and the ns per call above\ninclude libc's cost, as a preloaded "
+			       "process would pay it.\n");
+			break;
+		}
 }
 
 void bench_report_table(const struct cpu_facts *facts, const struct bench_result *results,
