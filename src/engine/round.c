@@ -206,7 +206,7 @@ struct round_result round_run(uint64_t scheduled_ns, bool restart)
 {
 	uint64_t next_interval_ns = scheduled_ns;
 	unsigned long visit[PLACEMENT_MASK_WORDS], home[PLACEMENT_MASK_WORDS];
-	unsigned long usable_cpus[PLACEMENT_MASK_WORDS];
+	unsigned long usable_cpus[PLACEMENT_MASK_WORDS], resting_cpus[PLACEMENT_MASK_WORDS];
 	unsigned long sampled[PLACEMENT_MASK_WORDS], renewed[PLACEMENT_MASK_WORDS];
 	struct calib_sample narrowest = { .width_ns = UINT64_MAX };
 	struct raw_lines_round raw;
@@ -220,6 +220,7 @@ struct round_result round_run(uint64_t scheduled_ns, bool restart)
 	placement_round_begin(visit, home);
 	lines_leave_others(visit);
 	memset(usable_cpus, 0, sizeof usable_cpus);
+	memset(resting_cpus, 0, sizeof resting_cpus);
 	memset(sampled, 0, sizeof sampled);
 	memset(renewed, 0, sizeof renewed);
 	raw_lines_round_begin(&raw);
@@ -232,8 +233,13 @@ struct round_result round_run(uint64_t scheduled_ns, bool restart)
 		uint64_t estimate, uncertainty, visit_start;
 		bool taken = false;
 
-		/* A CPU that was not free lately is left to its validity. */
+		/* A CPU that was not free lately is left to its validity. The
+		 * thread still rests there too: resting on the other CPUs alone
+		 * (one, on two CPUs) would pin it where a real-time thread that
+		 * takes that CPU later holds it, and no reader moves a thread
+		 * between rounds (placement_rescue frees visits only). */
 		if (round_visit_skipped(cpu, round_start_ns)) {
+			cpu_mask_set(resting_cpus, cpu);
 			usable++;
 			continue;
 		}
@@ -251,6 +257,7 @@ struct round_result round_run(uint64_t scheduled_ns, bool restart)
 		}
 		lines_cpu_allow(cpu);
 		cpu_mask_set(usable_cpus, cpu);
+		cpu_mask_set(resting_cpus, cpu);
 		usable++;
 		taken = round_sample_one(cpu, &round_samples[cpu]);
 		if (taken)
@@ -317,7 +324,7 @@ struct round_result round_run(uint64_t scheduled_ns, bool restart)
 			steady = steady && round_cpu_steady(c);
 		}
 	}
-	placement_round_end(home, usable_cpus, usable > 0);
+	placement_round_end(home, resting_cpus, usable > 0);
 	/* Readers trust the lines for as long as they stay within the budget
 	 * of the kernel's clock (watch.h), and the watch looks before then;
 	 * after that (a stopped or starved thread, a suspend) they answer with
