@@ -74,6 +74,27 @@ static bool round_sample_one(uint32_t cpu, struct calib_sample *sample)
 	return true;
 }
 
+uint64_t round_note_visit(struct lines_cpu *c, bool was_free, uint64_t now)
+{
+	if (was_free) {
+		c->unreachable_until_ns = 0;
+		/* Not at once: a real-time thread that the kernel throttles
+		 * (95 % of each second) lets through the visit that ends a skip
+		 * of a whole second, and the next one waits again; forgotten
+		 * at each free visit, the skips would never grow. */
+		if (now - c->unreachable_last_ns > ROUND_UNREACHABLE_FORGET_NS)
+			c->unreachable_backoff_ns = 0;
+		return 0;
+	}
+	c->unreachable_backoff_ns = c->unreachable_backoff_ns == 0 ? ROUND_UNREACHABLE_FIRST_NS
+				    : c->unreachable_backoff_ns >= ROUND_UNREACHABLE_LAST_NS
+					? ROUND_UNREACHABLE_LAST_NS
+					: 2 * c->unreachable_backoff_ns;
+	c->unreachable_until_ns = now + c->unreachable_backoff_ns;
+	c->unreachable_last_ns = now;
+	return c->unreachable_backoff_ns;
+}
+
 /* Ends the visit to cpu begun at start_ns; false when the CPU was not
  * free: a reader moved the thread away, or it waited more than
  * PLACEMENT_VISIT_MAX_NS. Rounds then skip the CPU for a while (its line is
@@ -81,22 +102,16 @@ static bool round_sample_one(uint32_t cpu, struct calib_sample *sample)
  * owns costs one bounded wait now and then, not one each round. */
 static bool round_visit_end(uint32_t cpu, uint64_t start_ns)
 {
-	struct lines_cpu *c = &lines_cpus[cpu];
 	bool rescued = placement_visit_close();
 	uint64_t now = libc_monotonic_ns();
+	uint64_t skip = round_note_visit(&lines_cpus[cpu],
+					 !rescued && now - start_ns <= PLACEMENT_VISIT_MAX_NS, now);
 
-	if (!rescued && now - start_ns <= PLACEMENT_VISIT_MAX_NS) {
-		c->unreachable_backoff_ns = 0;
+	if (skip == 0)
 		return true;
-	}
-	c->unreachable_backoff_ns = c->unreachable_backoff_ns == 0 ? ROUND_UNREACHABLE_FIRST_NS
-				    : c->unreachable_backoff_ns >= ROUND_UNREACHABLE_LAST_NS
-					? ROUND_UNREACHABLE_LAST_NS
-					: 2 * c->unreachable_backoff_ns;
-	c->unreachable_until_ns = now + c->unreachable_backoff_ns;
 	debug_log("cpu %u: the thread %s after %.1f ms there; skipping it for %.0f s", cpu,
 		  rescued ? "was stuck and moved back by a reader" : "ran only",
-		  (double)(now - start_ns) / 1e6, (double)c->unreachable_backoff_ns / 1e9);
+		  (double)(now - start_ns) / 1e6, (double)skip / 1e9);
 	return false;
 }
 
