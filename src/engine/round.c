@@ -74,6 +74,17 @@ static bool round_sample_one(uint32_t cpu, struct calib_sample *sample)
 	return true;
 }
 
+/* When the last visit that waited ended (round_visits_waited_lately); 0:
+ * none yet. */
+static uint64_t round_last_wait_ns;
+
+bool round_visits_waited_lately(uint64_t now)
+{
+	uint64_t last = __atomic_load_n(&round_last_wait_ns, __ATOMIC_RELAXED);
+
+	return last != 0 && now - last < ROUND_UNREACHABLE_FORGET_NS;
+}
+
 uint64_t round_note_visit(struct lines_cpu *c, bool was_free, uint64_t now)
 {
 	if (was_free) {
@@ -92,6 +103,7 @@ uint64_t round_note_visit(struct lines_cpu *c, bool was_free, uint64_t now)
 					: 2 * c->unreachable_backoff_ns;
 	c->unreachable_until_ns = now + c->unreachable_backoff_ns;
 	c->unreachable_last_ns = now;
+	__atomic_store_n(&round_last_wait_ns, now, __ATOMIC_RELAXED);
 	return c->unreachable_backoff_ns;
 }
 

@@ -61,6 +61,9 @@ uint64_t round_next_deadline(uint64_t scheduled_ns);
  * that was not free makes the rounds skip the CPU (ROUND_UNREACHABLE_*);
  * returns the skip's length then, 0 after a free visit. */
 uint64_t round_note_visit(struct lines_cpu *c, bool was_free, uint64_t now);
+/* Whether a visit waited (round_note_visit) within ROUND_UNREACHABLE_FORGET_NS
+ * of now: a real-time thread took a CPU lately. Any thread may ask. */
+bool round_visits_waited_lately(uint64_t now);
 /* In a fork child: a round the fork cut short may have left a CPU's state
  * half-written; the calibration starts over rather than trust it. */
 void round_after_fork(void);
