@@ -298,6 +298,7 @@ void lines_cpu_leaves(uint32_t cpu)
 		c->withdrawn = false;
 		c->unreachable_until_ns = 0;
 		c->unreachable_backoff_ns = 0;
+		c->unreachable_last_ns = 0;
 	}
 	if (c->allowed)
 		table_set_calibrated(cpu, false);

@@ -40,9 +40,12 @@ struct lines_cpu {
 	bool withdrawn;
 	/* A CPU the thread could not run on soon after pinning to it (a
 	 * real-time thread owns it): rounds skip it until then, and wait
-	 * twice as long after each such visit (round.c). */
+	 * twice as long after each such visit (round.c), until the CPU has
+	 * been free since the last one (unreachable_last_ns) for
+	 * ROUND_UNREACHABLE_FORGET_NS. */
 	uint64_t unreachable_until_ns;
 	uint64_t unreachable_backoff_ns;
+	uint64_t unreachable_last_ns;
 	/* CLOCK_MONOTONIC_RAW's line here (raw_lines.h): its calibration,
 	 * and whether it was taken from readers (its sample failed, or a
 	 * look found it off); it restarts at its next sample then. */

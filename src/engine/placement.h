@@ -42,7 +42,8 @@ bool placement_pin(uint32_t cpu);
 /* Runs the thread anywhere among its home CPUs again. */
 void placement_unpin(void);
 /* The round's end: the thread rests on its home CPUs that the round could
- * pin to (usable; none usable: its start CPUs), or on all of home. */
+ * pin to or skipped as taken lately (usable; none usable: its start CPUs),
+ * or on all of home. */
 void placement_round_end(const unsigned long *home, const unsigned long *usable, bool any_usable);
 /* Whether cpu is among the thread's home CPUs (where it rests). */
 bool placement_home_has(uint32_t cpu);

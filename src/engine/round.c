@@ -74,6 +74,39 @@ static bool round_sample_one(uint32_t cpu, struct calib_sample *sample)
 	return true;
 }
 
+/* When the last visit that waited ended (round_visits_waited_lately); 0:
+ * none yet. */
+static uint64_t round_last_wait_ns;
+
+bool round_visits_waited_lately(uint64_t now)
+{
+	uint64_t last = __atomic_load_n(&round_last_wait_ns, __ATOMIC_RELAXED);
+
+	return last != 0 && now - last < ROUND_UNREACHABLE_FORGET_NS;
+}
+
+uint64_t round_note_visit(struct lines_cpu *c, bool was_free, uint64_t now)
+{
+	if (was_free) {
+		c->unreachable_until_ns = 0;
+		/* Not at once: a real-time thread that the kernel throttles
+		 * (95 % of each second) lets through the visit that ends a skip
+		 * of a whole second, and the next one waits again; forgotten
+		 * at each free visit, the skips would never grow. */
+		if (now - c->unreachable_last_ns > ROUND_UNREACHABLE_FORGET_NS)
+			c->unreachable_backoff_ns = 0;
+		return 0;
+	}
+	c->unreachable_backoff_ns = c->unreachable_backoff_ns == 0 ? ROUND_UNREACHABLE_FIRST_NS
+				    : c->unreachable_backoff_ns >= ROUND_UNREACHABLE_LAST_NS
+					? ROUND_UNREACHABLE_LAST_NS
+					: 2 * c->unreachable_backoff_ns;
+	c->unreachable_until_ns = now + c->unreachable_backoff_ns;
+	c->unreachable_last_ns = now;
+	__atomic_store_n(&round_last_wait_ns, now, __ATOMIC_RELAXED);
+	return c->unreachable_backoff_ns;
+}
+
 /* Ends the visit to cpu begun at start_ns; false when the CPU was not
  * free: a reader moved the thread away, or it waited more than
  * PLACEMENT_VISIT_MAX_NS. Rounds then skip the CPU for a while (its line is
@@ -81,22 +114,16 @@ static bool round_sample_one(uint32_t cpu, struct calib_sample *sample)
  * owns costs one bounded wait now and then, not one each round. */
 static bool round_visit_end(uint32_t cpu, uint64_t start_ns)
 {
-	struct lines_cpu *c = &lines_cpus[cpu];
 	bool rescued = placement_visit_close();
 	uint64_t now = libc_monotonic_ns();
+	uint64_t skip = round_note_visit(&lines_cpus[cpu],
+					 !rescued && now - start_ns <= PLACEMENT_VISIT_MAX_NS, now);
 
-	if (!rescued && now - start_ns <= PLACEMENT_VISIT_MAX_NS) {
-		c->unreachable_backoff_ns = 0;
+	if (skip == 0)
 		return true;
-	}
-	c->unreachable_backoff_ns = c->unreachable_backoff_ns == 0 ? ROUND_UNREACHABLE_FIRST_NS
-				    : c->unreachable_backoff_ns >= ROUND_UNREACHABLE_LAST_NS
-					? ROUND_UNREACHABLE_LAST_NS
-					: 2 * c->unreachable_backoff_ns;
-	c->unreachable_until_ns = now + c->unreachable_backoff_ns;
 	debug_log("cpu %u: the thread %s after %.1f ms there; skipping it for %.0f s", cpu,
 		  rescued ? "was stuck and moved back by a reader" : "ran only",
-		  (double)(now - start_ns) / 1e6, (double)c->unreachable_backoff_ns / 1e9);
+		  (double)(now - start_ns) / 1e6, (double)skip / 1e9);
 	return false;
 }
 
@@ -206,7 +233,7 @@ struct round_result round_run(uint64_t scheduled_ns, bool restart)
 {
 	uint64_t next_interval_ns = scheduled_ns;
 	unsigned long visit[PLACEMENT_MASK_WORDS], home[PLACEMENT_MASK_WORDS];
-	unsigned long usable_cpus[PLACEMENT_MASK_WORDS];
+	unsigned long usable_cpus[PLACEMENT_MASK_WORDS], resting_cpus[PLACEMENT_MASK_WORDS];
 	unsigned long sampled[PLACEMENT_MASK_WORDS], renewed[PLACEMENT_MASK_WORDS];
 	struct calib_sample narrowest = { .width_ns = UINT64_MAX };
 	struct raw_lines_round raw;
@@ -220,6 +247,7 @@ struct round_result round_run(uint64_t scheduled_ns, bool restart)
 	placement_round_begin(visit, home);
 	lines_leave_others(visit);
 	memset(usable_cpus, 0, sizeof usable_cpus);
+	memset(resting_cpus, 0, sizeof resting_cpus);
 	memset(sampled, 0, sizeof sampled);
 	memset(renewed, 0, sizeof renewed);
 	raw_lines_round_begin(&raw);
@@ -232,8 +260,13 @@ struct round_result round_run(uint64_t scheduled_ns, bool restart)
 		uint64_t estimate, uncertainty, visit_start;
 		bool taken = false;
 
-		/* A CPU that was not free lately is left to its validity. */
+		/* A CPU that was not free lately is left to its validity. The
+		 * thread still rests there too: resting on the other CPUs alone
+		 * (one, on two CPUs) would pin it where a real-time thread that
+		 * takes that CPU later holds it, and no reader moves a thread
+		 * between rounds (placement_rescue frees visits only). */
 		if (round_visit_skipped(cpu, round_start_ns)) {
+			cpu_mask_set(resting_cpus, cpu);
 			usable++;
 			continue;
 		}
@@ -251,6 +284,7 @@ struct round_result round_run(uint64_t scheduled_ns, bool restart)
 		}
 		lines_cpu_allow(cpu);
 		cpu_mask_set(usable_cpus, cpu);
+		cpu_mask_set(resting_cpus, cpu);
 		usable++;
 		taken = round_sample_one(cpu, &round_samples[cpu]);
 		if (taken)
@@ -317,7 +351,7 @@ struct round_result round_run(uint64_t scheduled_ns, bool restart)
 			steady = steady && round_cpu_steady(c);
 		}
 	}
-	placement_round_end(home, usable_cpus, usable > 0);
+	placement_round_end(home, resting_cpus, usable > 0);
 	/* Readers trust the lines for as long as they stay within the budget
 	 * of the kernel's clock (watch.h), and the watch looks before then;
 	 * after that (a stopped or starved thread, a suspend) they answer with

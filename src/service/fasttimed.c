@@ -26,7 +26,9 @@
 #include "service_page.h"
 #include "settings.h"
 
-/* How often the main thread looks whether the refresh thread still runs. */
+/* How often the main thread looks whether the refresh thread still runs,
+ * and whether a visit of it waits behind a real-time thread (more often
+ * while one did lately: service_look_again_ns). */
 #define FASTTIMED_CHECK_SECONDS 1
 
 struct fasttimed_options {
@@ -132,16 +134,21 @@ static int fasttimed_parse(int argc, char **argv, struct fasttimed_options *opti
 }
 
 /* Waits for a signal that ends the service, or for the refresh thread to
- * quit on its own; returns the signal, or 0 for the latter. */
+ * quit on its own; returns the signal, or 0 for the latter. Meanwhile,
+ * frees the refresh thread from a visit that waits behind a real-time
+ * thread: no reader of the page can, and where the kernel does not
+ * throttle real-time threads it would wait there for ever, the page stale. */
 static int fasttimed_wait(const sigset_t *ending)
 {
-	struct timespec check = { FASTTIMED_CHECK_SECONDS, 0 };
-
 	while (service_running()) {
+		uint64_t wait_ns = service_look_again_ns(FASTTIMED_CHECK_SECONDS * 1000000000ull);
+		struct timespec check = { (time_t)(wait_ns / 1000000000u),
+					  (long)(wait_ns % 1000000000u) };
 		int sig = sigtimedwait(ending, NULL, &check);
 
 		if (sig > 0)
 			return sig;
+		service_free_stuck_thread();
 	}
 	return 0;
 }

@@ -7,7 +7,9 @@
 
 #include "cpu.h"
 #include "libc.h"
+#include "placement.h"
 #include "refresh.h"
+#include "round.h"
 #include "table.h"
 #include "verdict.h"
 
@@ -49,6 +51,19 @@ bool service_start(struct service_page_writer *page, const char *path,
 		return false;
 	}
 	return true;
+}
+
+void service_free_stuck_thread(void)
+{
+	placement_free_stuck_thread();
+}
+
+uint64_t service_look_again_ns(uint64_t idle_ns)
+{
+	const uint64_t taken_ns = 100000000ull;
+
+	return round_visits_waited_lately(libc_monotonic_ns()) && taken_ns < idle_ns ? taken_ns
+										     : idle_ns;
 }
 
 bool service_running(void)

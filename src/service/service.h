@@ -7,6 +7,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "service_page.h"
 #include "settings.h"
@@ -21,6 +22,18 @@ bool service_start(struct service_page_writer *page, const char *path,
 /* False once the refresh thread has quit on its own (the fast path can no
  * longer run here: the clocksource or the processor changed its verdict). */
 bool service_running(void);
+
+/* For a thread of the service's own that waits (fasttimed's main): moves
+ * the refresh thread off a CPU where a visit has waited
+ * PLACEMENT_VISIT_MAX_NS or more (a real-time thread owns it), as a reader's
+ * time call does in a preloaded program. No reader of the page can: it is
+ * in another process. One atomic load otherwise. */
+void service_free_stuck_thread(void);
+/* How long such a thread may wait before it looks again: a tenth of a
+ * second while a visit waited lately (a real-time thread takes a CPU of
+ * the service's), so that the next such visit is cut short soon after
+ * PLACEMENT_VISIT_MAX_NS; otherwise idle_ns. */
+uint64_t service_look_again_ns(uint64_t idle_ns);
 
 /* Stops the thread, ends every reader's answers from the page at once
  * (they ask libc, then leave the page for a thread of their own) and

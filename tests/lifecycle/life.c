@@ -603,8 +603,13 @@ pid_t life_fifo_loop(const int *cpus, unsigned n, unsigned hop_ms, unsigned seco
 
 void life_load_stop(pid_t pid)
 {
+	struct sched_param ordinary = { .sched_priority = 0 };
 	int status;
 
+	/* An ordinary thread first: a killed child dies only once it runs, and
+	 * a real-time thread of higher priority on its CPU (a neighbour's)
+	 * would keep a SCHED_FIFO one from running at all. */
+	sched_setscheduler(pid, SCHED_OTHER, &ordinary);
 	kill(pid, SIGKILL);
 	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
 		;

@@ -3,11 +3,22 @@
  * process may) or SCHED_OTHER at nice 5 (the case named by the argument);
  * the refresh thread it starts must run SCHED_OTHER at nice 0, and between
  * rounds it must not stay pinned to one CPU: its affinity is every CPU it
- * visited.
+ * visited. The case neighbour starts from SCHED_OTHER beside a SCHED_FIFO
+ * busy loop on this process's last CPU (where one may run): the visits
+ * there wait behind it, and the rounds then skip that CPU for a while;
+ * between rounds the thread must still not rest pinned to one CPU, where
+ * a real-time thread that takes that CPU later would hold it with no
+ * reader able to move it (a reader moves it only out of a visit).
  *
- * Usage: sched idle|fifo|nice */
+ * Between rounds is when the thread sleeps: a look counts only where the
+ * thread was asleep (state S) and did not run while its affinity was read.
+ * A look inside a round (a visit pins it, and may wait behind a real-time
+ * thread) says nothing of where it rests.
+ *
+ * Usage: sched idle|fifo|nice|neighbour */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +40,74 @@ static const char *sched_policy_name(int policy)
 	return "?";
 }
 
+/* How long the looks at the thread's affinity go on, and how many looks at
+ * it asleep suffice. Beside a real-time loop a visit may wait up to the
+ * kernel's throttling period (1 s) and the CPU is then skipped for 1 s. */
+#define SCHED_LOOK_MS	  3000u
+#define SCHED_LOOK_EVERY  25u
+#define SCHED_ASLEEP_WANT 20u
+
+/* What one look at the refresh thread found. */
+enum sched_look { SCHED_LOOK_BUSY, SCHED_LOOK_PINNED, SCHED_LOOK_FREE };
+
+/* A small /proc file of the thread tid, whole, into buf; false where it
+ * cannot be read. */
+static bool sched_read_task_file(pid_t tid, const char *name, char *buf, size_t size)
+{
+	char path[64];
+	ssize_t got;
+	int fd;
+
+	snprintf(path, sizeof path, "/proc/self/task/%d/%s", (int)tid, name);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	got = read(fd, buf, size - 1);
+	close(fd);
+	if (got <= 0)
+		return false;
+	buf[got] = '\0';
+	return true;
+}
+
+/* The thread's state letter, from its stat line (after the name, which may
+ * hold spaces and parentheses); '?' where it cannot be had. */
+static char sched_task_state(pid_t tid)
+{
+	char line[1024];
+	const char *end;
+
+	if (!sched_read_task_file(tid, "stat", line, sizeof line))
+		return '?';
+	end = strrchr(line, ')');
+	return end != NULL && end[1] == ' ' ? end[2] : '?';
+}
+
+/* Looks at the thread's affinity where it sleeps: its schedstat (time run,
+ * time waited, times run) is the same on each side of the look, so the
+ * mask read is the one it went to sleep with. */
+static enum sched_look sched_look_at(pid_t tid)
+{
+	char before[128], after[128];
+	cpu_set_t thread;
+	char state;
+	int rc;
+
+	if (!sched_read_task_file(tid, "schedstat", before, sizeof before))
+		life_skip("no /proc/self/task/%d/schedstat (a kernel without CONFIG_SCHED_INFO)",
+			  (int)tid);
+	state = sched_task_state(tid);
+	CPU_ZERO(&thread);
+	rc = sched_getaffinity(tid, sizeof thread, &thread);
+	if (!sched_read_task_file(tid, "schedstat", after, sizeof after))
+		life_fail("the refresh thread's schedstat went away");
+	if (rc != 0)
+		life_fail("sched_getaffinity(%d): %s", (int)tid, strerror(errno));
+	if (state != 'S' || strcmp(before, after) != 0)
+		return SCHED_LOOK_BUSY;
+	return CPU_COUNT(&thread) >= 2 ? SCHED_LOOK_FREE : SCHED_LOOK_PINNED;
+}
+
 /* Gives this (the main) thread the scheduling of the case; skips where the
  * process may not take it. */
 static void sched_become(const char *what)
@@ -45,6 +124,8 @@ static void sched_become(const char *what)
 		if (setpriority(PRIO_PROCESS, 0, 5) != 0)
 			life_fail("setpriority: %s", strerror(errno));
 		return;
+	} else if (strcmp(what, "neighbour") == 0) {
+		return;
 	} else {
 		life_fail("unknown case %s", what);
 	}
@@ -55,19 +136,39 @@ static void sched_become(const char *what)
 	}
 }
 
+/* Starts the neighbour case's SCHED_FIFO loop on the last of the
+ * process's CPUs (it ends by itself after seconds); skips where none may
+ * run, or where the process has one CPU. */
+static pid_t sched_start_neighbour(unsigned seconds)
+{
+	int cpus[CPU_SETSIZE];
+	unsigned n = life_cpus(cpus, CPU_SETSIZE);
+	const char *why = life_fifo_unavailable();
+
+	if (why != NULL)
+		life_skip("%s", why);
+	if (n < 2)
+		life_skip("one CPU: no other for the refresh thread to rest on");
+	life_say("a SCHED_FIFO busy loop on cpu %d", cpus[n - 1]);
+	return life_fifo_loop(&cpus[n - 1], 1, 1000u * seconds, seconds);
+}
+
 int main(int argc, char **argv)
 {
-	cpu_set_t process, thread;
-	pid_t tid;
-	int policy, nice_value, unpinned = 0;
+	cpu_set_t process;
+	pid_t tid, neighbour = 0;
+	int policy, nice_value;
+	unsigned free_looks = 0, pinned_looks = 0, looks = 0;
 
 	life_begin("sched");
 	if (argc != 2)
-		life_fail("usage: sched idle|fifo|nice");
+		life_fail("usage: sched idle|fifo|nice|neighbour");
 	life_watchdog(30);
 	CPU_ZERO(&process);
 	if (sched_getaffinity(0, sizeof process, &process) != 0)
 		life_fail("sched_getaffinity: %s", strerror(errno));
+	if (strcmp(argv[1], "neighbour") == 0)
+		neighbour = sched_start_neighbour(10);
 	sched_become(argv[1]);
 	(void)life_mono_ns();
 	/* Back to the default now that the first call has started the thread;
@@ -93,20 +194,33 @@ int main(int argc, char **argv)
 	if (nice_value != 0)
 		life_fail("the refresh thread runs at nice %d, not 0", nice_value);
 
-	/* A round pins the thread to each CPU in turn for microseconds; between
-	 * rounds (10 ms, 40 ms, 160 ms... apart) it may run on any it visited. */
+	/* A round pins the thread to each CPU in turn for microseconds (or as
+	 * long as a real-time thread keeps it from one); between rounds (10 ms,
+	 * 40 ms, 160 ms... apart) it sleeps, and may run on any CPU it rests
+	 * on: never one alone. */
 	if (CPU_COUNT(&process) < 2) {
 		life_say("one CPU: nothing to learn from the refresh thread's affinity");
 		return 0;
 	}
-	for (unsigned i = 0; i < 20; i++) {
-		CPU_ZERO(&thread);
-		if (sched_getaffinity(tid, sizeof thread, &thread) == 0 && CPU_COUNT(&thread) >= 2)
-			unpinned++;
-		life_sleep_ms(25);
+	for (; looks < SCHED_LOOK_MS / SCHED_LOOK_EVERY &&
+	       free_looks + pinned_looks < SCHED_ASLEEP_WANT;
+	     looks++) {
+		switch (sched_look_at(tid)) {
+		case SCHED_LOOK_BUSY: break;
+		case SCHED_LOOK_PINNED: pinned_looks++; break;
+		case SCHED_LOOK_FREE: free_looks++; break;
+		}
+		life_sleep_ms(SCHED_LOOK_EVERY);
 	}
-	life_say("the refresh thread could run on more than one CPU in %d of 20 looks", unpinned);
-	if (unpinned == 0)
-		life_fail("the refresh thread stayed pinned to one CPU between rounds");
+	if (neighbour != 0)
+		life_load_stop(neighbour);
+	life_say("the refresh thread, asleep between rounds, could run on more than one CPU in %u "
+		 "of %u looks (%u looks found it in a round)",
+		 free_looks, free_looks + pinned_looks, looks - free_looks - pinned_looks);
+	if (pinned_looks > 0)
+		life_fail("the refresh thread rested pinned to one CPU between rounds");
+	if (free_looks == 0)
+		life_fail("the refresh thread was never seen asleep between rounds in %u ms",
+			  SCHED_LOOK_MS);
 	return 0;
 }

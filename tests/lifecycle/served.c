@@ -14,11 +14,14 @@
  *                     many reached libc; a thread's first time call seeds
  *                     the clamp with one of libc's readings, so 1 where the
  *                     TSC answers from the first call; first_fresh: whether
- *                     FASTTIME_PAGE's page was fresh throughout them, by
- *                     the validity it had before), then samples of
- *                     CLOCK_MONOTONIC, CLOCK_REALTIME and CLOCK_BOOTTIME
- *                     against libc in 10 ms slices until a thread named
- *                     "fasttime" appears, or WAIT_MS (500 by default) have
+ *                     FASTTIME_PAGE's page could answer them throughout:
+ *                     fresh by the validity it had before, with a line for
+ *                     the CPU they ran on before and after them, which a
+ *                     real-time load there withdraws for a while), then
+ *                     samples of CLOCK_MONOTONIC, CLOCK_REALTIME and
+ *                     CLOCK_BOOTTIME against libc in 10 ms slices until a
+ *                     thread named "fasttime" appears, or WAIT_MS (500 by
+ *                     default) have
  *                     passed and each clock was answered from the TSC at
  *                     least once (or 10 s: a service kept from running
  *                     leaves its page stale meanwhile); without /proc,
@@ -143,6 +146,14 @@ static const struct table_page *served_page_view(void)
 	return view == MAP_FAILED ? NULL : view;
 }
 
+/* Whether page has a line for cpu now (none where the service withdrew it,
+ * or never calibrated that CPU). */
+static bool served_page_has_line(const struct table_page *page, int cpu)
+{
+	return page != NULL && cpu >= 0 && (unsigned)cpu < CPU_MAX_CPUS &&
+	       __atomic_load_n(&page->records[cpu].mult, __ATOMIC_ACQUIRE) != 0;
+}
+
 /* The probe (see the top); with settle, once the thread is seen, whether
  * the TSC answers within 5 s and then 300 ms of samples ("early_" keys:
  * the samples before). */
@@ -151,7 +162,8 @@ static void served_probe(unsigned wait_ms, bool settle)
 	const struct table_page *page = served_page_view();
 	struct served_tracks t = { 0 };
 	uint64_t before, end, give_up, valid_from = 0, valid_ticks = 0;
-	bool thread_seen = false, each_fast = false;
+	bool thread_seen = false, each_fast = false, line_before, fresh;
+	int cpu_before;
 	/* Without /proc (timens-run noproc), threads cannot be counted. */
 	bool proc = access("/proc/self/task", F_OK) == 0;
 	struct timespec ts;
@@ -160,17 +172,22 @@ static void served_probe(unsigned wait_ms, bool settle)
 		valid_from = __atomic_load_n(&page->shared.valid_from_tsc, __ATOMIC_ACQUIRE);
 		valid_ticks = __atomic_load_n(&page->shared.valid_ticks, __ATOMIC_ACQUIRE);
 	}
+	cpu_before = sched_getcpu();
+	line_before = served_page_has_line(page, cpu_before);
 	before = life_fallthrough();
 	for (int i = 0; i < 1000; i++)
 		clock_gettime(CLOCK_MONOTONIC, &ts);
 	printf("%sfirst_libc_calls=%llu\n", served_prefix,
 	       (unsigned long long)(life_fallthrough() - before));
 	/* Fresh from before the reads to after them, by the validity read
-	 * before: a renewal meanwhile only makes it fresher. */
+	 * before (a renewal meanwhile only makes it fresher), with a line
+	 * for their CPU on each side of them. */
+	fresh = valid_ticks != 0 && __rdtsc() - valid_from <= valid_ticks && line_before &&
+		sched_getcpu() == cpu_before && served_page_has_line(page, cpu_before);
 	printf("%sfirst_fresh=%s\n", served_prefix,
-	       page == NULL						   ? "unknown"
-	       : valid_ticks != 0 && __rdtsc() - valid_from <= valid_ticks ? "yes"
-									   : "no");
+	       page == NULL ? "unknown"
+	       : fresh	    ? "yes"
+			    : "no");
 	if (page != NULL)
 		munmap((void *)page, sizeof *page);
 	end = life_libc_mono_ns() + wait_ms * LIFE_NS_PER_MS;

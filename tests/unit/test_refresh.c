@@ -231,6 +231,43 @@ START_TEST(test_refresh_wakes_when_skip_ends)
 }
 END_TEST
 
+/* The skips of a CPU whose visits wait behind a real-time thread double
+ * while it stays taken, also where the visit that ends each skip gets
+ * through (a thread the kernel throttles lets a second's skip end in its
+ * free twentieth): 1 s, 2 s, 4 s... up to 16 s. They start again from 1 s
+ * only once every visit got through for 32 s. Fake monotonic times. */
+START_TEST(test_refresh_skips_grow_while_taken)
+{
+	const uint64_t s = 1000000000ull, t0 = 1000 * s;
+	struct lines_cpu c;
+	uint64_t t = t0, expected = ROUND_UNREACHABLE_FIRST_NS;
+
+	memset(&c, 0, sizeof c);
+	ck_assert_uint_eq(round_note_visit(&c, true, t), 0);
+	for (unsigned i = 0; i < 7; i++) {
+		uint64_t skip = round_note_visit(&c, false, t);
+
+		ck_assert_uint_eq(skip, expected);
+		ck_assert_uint_eq(c.unreachable_until_ns, t + skip);
+		/* The visit that ends the skip gets through; the next waits. */
+		t += skip + s / 20;
+		ck_assert_uint_eq(round_note_visit(&c, true, t), 0);
+		ck_assert_uint_eq(c.unreachable_until_ns, 0);
+		t += s / 10;
+		if (expected < ROUND_UNREACHABLE_LAST_NS)
+			expected *= 2;
+	}
+	/* Free for less than 32 s since the last wait: the next wait is
+	 * skipped for 16 s; free for longer, the next one for 1 s again. */
+	t = c.unreachable_last_ns + ROUND_UNREACHABLE_FORGET_NS - s;
+	ck_assert_uint_eq(round_note_visit(&c, true, t), 0);
+	ck_assert_uint_eq(round_note_visit(&c, false, t + s), ROUND_UNREACHABLE_LAST_NS);
+	t = c.unreachable_last_ns + ROUND_UNREACHABLE_FORGET_NS + 1;
+	ck_assert_uint_eq(round_note_visit(&c, true, t), 0);
+	ck_assert_uint_eq(round_note_visit(&c, false, t + s), ROUND_UNREACHABLE_FIRST_NS);
+}
+END_TEST
+
 /* A CPU whose calibration keeps failing answers with libc after 15 s of
  * failures with no success between, not before; a success in between starts
  * the count again. Fake monotonic times; the table is plain memory. */
@@ -308,6 +345,7 @@ Suite *suite_refresh(void)
 	tcase_add_test(tc, test_refresh_stop_without_thread);
 	tcase_add_test(tc, test_refresh_wakes_for_first_line);
 	tcase_add_test(tc, test_refresh_wakes_when_skip_ends);
+	tcase_add_test(tc, test_refresh_skips_grow_while_taken);
 	tcase_add_test(tc, test_refresh_window_walks_every_line);
 	tcase_add_test(tc, test_refresh_drop_after_15_s);
 	tcase_add_test(tc, test_refresh_clamp_after_tsc_answers);
