@@ -32,8 +32,14 @@ uint64_t service_page_rate START_DATA;
 
 /* Where the page that serves this process was found, which file it was,
  * and what it was judged for: a reader looks there again while its page
- * is stale (service_page_look_again). */
-static char service_page_served_path[PATH_MAX];
+ * is stale (service_page_look_again). The path is kept with the start's
+ * data where it is short, as the system's and a user's are; a longer one
+ * takes the large buffer, whose page of .bss a served start would
+ * otherwise write. Empty while none serves. */
+#define SERVICE_PAGE_SHORT_PATH 96u
+static char service_page_served_short[SERVICE_PAGE_SHORT_PATH] START_DATA;
+static char service_page_served_long[PATH_MAX];
+static char *service_page_served_path START_DATA = service_page_served_short;
 static dev_t service_page_served_device START_DATA;
 static ino_t service_page_served_inode START_DATA;
 /* The time namespace the serving page's header names (0: none named), kept
@@ -152,6 +158,17 @@ bool service_page_user_path(char path[PATH_MAX])
  * preempted or stopped (the page is looked at again later). */
 #define SERVICE_PAGE_WRITERS_WAIT_MS 100u
 
+/* Keeps path (length bytes) as the serving page's: it may be the kept
+ * path itself (a look again). */
+static void service_page_keep_path(const char *path, size_t length)
+{
+	char *kept = length < sizeof service_page_served_short ? service_page_served_short
+							       : service_page_served_long;
+
+	memmove(kept, path, length + 1);
+	service_page_served_path = kept;
+}
+
 /* Moves the view of a page that serves (the file st, judged through that
  * view) over the table, read-only: one mremap, which readers see as the
  * old table until it is done and the new page from then on; the file is
@@ -166,7 +183,7 @@ static const char *service_page_attach(const struct table_page *view, const stru
 	const struct service_page_header *header;
 	size_t length = strlen(path);
 
-	if (length >= sizeof service_page_served_path)
+	if (length >= sizeof service_page_served_long)
 		return "a path too long";
 	/* Before the mapping: from now on no writer may touch the table; a
 	 * reader that was writing it (a table of our own, its thread running)
@@ -190,8 +207,7 @@ static const char *service_page_attach(const struct table_page *view, const stru
 	}
 	__atomic_store_n(&service_page_rate, rate, __ATOMIC_RELAXED);
 	service_page_rejudge_reset(cpu_rdtsc(), rate);
-	/* path may be service_page_served_path itself (a look again). */
-	memmove(service_page_served_path, path, length + 1);
+	service_page_keep_path(path, length);
 	service_page_served_device = st->st_dev;
 	service_page_served_inode = st->st_ino;
 	service_page_served_expect = *expect;
