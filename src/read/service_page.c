@@ -57,7 +57,9 @@ static struct service_page_expect service_page_served_expect START_DATA;
  * another, and whether a look is under way (taken, never waited for). */
 static pid_t service_page_time_ns_pid START_DATA;
 static bool service_page_time_ns_foreign START_DATA;
-static bool service_page_time_ns_checking;
+/* Read by every served fork child (service_page_after_fork_in_child): in
+ * .bss, a page its parent never touched, the read was a fault of its own. */
+static bool service_page_time_ns_checking START_DATA;
 /* When the next look may be, in TSC ticks. */
 static uint64_t service_page_next_look_tsc;
 /* A page refused at start for being stale, which the refresh thread looks
@@ -68,8 +70,9 @@ static char service_page_awaited_path[PATH_MAX];
 static struct service_page_expect service_page_awaited_expect;
 /* Taken, never waited for, by whoever changes what is mapped over the
  * table once the process runs (a look again, a leave): another caller
- * (a thread beside it, a signal handler) finds it taken and goes on. */
-static bool service_page_remapping;
+ * (a thread beside it, a signal handler) finds it taken and goes on. With
+ * the start's data, as every served fork child reads it. */
+static bool service_page_remapping START_DATA;
 
 /* The file's status by a raw system call: open, fstat and close are
  * cancellation points in libc, and a served reader's look at its page runs
