@@ -543,7 +543,9 @@ void refresh_watch_forks_of_this_process(void)
 
 void refresh_watch_forks(void)
 {
-	static bool watching;
+	/* With the start's data (start_data.h): a served start sets it, and
+	 * a page of .bss first read then written costs two faults. */
+	static bool watching START_DATA;
 
 	if (!refresh_forks_to_watch || __atomic_load_n(&watching, __ATOMIC_ACQUIRE) ||
 	    __atomic_exchange_n(&watching, true, __ATOMIC_ACQ_REL))

@@ -11,9 +11,11 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <linux/seccomp.h>
 #include <sys/auxv.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -32,8 +34,14 @@ uint64_t service_page_rate START_DATA;
 
 /* Where the page that serves this process was found, which file it was,
  * and what it was judged for: a reader looks there again while its page
- * is stale (service_page_look_again). */
-static char service_page_served_path[PATH_MAX];
+ * is stale (service_page_look_again). The path is kept with the start's
+ * data where it is short, as the system's and a user's are; a longer one
+ * takes the large buffer, whose page of .bss a served start would
+ * otherwise write. Empty while none serves. */
+#define SERVICE_PAGE_SHORT_PATH 96u
+static char service_page_served_short[SERVICE_PAGE_SHORT_PATH] START_DATA;
+static char service_page_served_long[PATH_MAX];
+static char *service_page_served_path START_DATA = service_page_served_short;
 static dev_t service_page_served_device START_DATA;
 static ino_t service_page_served_inode START_DATA;
 /* The time namespace the serving page's header names (0: none named), kept
@@ -49,7 +57,9 @@ static struct service_page_expect service_page_served_expect START_DATA;
  * another, and whether a look is under way (taken, never waited for). */
 static pid_t service_page_time_ns_pid START_DATA;
 static bool service_page_time_ns_foreign START_DATA;
-static bool service_page_time_ns_checking;
+/* Read by every served fork child (service_page_after_fork_in_child): in
+ * .bss, a page its parent never touched, the read was a fault of its own. */
+static bool service_page_time_ns_checking START_DATA;
 /* When the next look may be, in TSC ticks. */
 static uint64_t service_page_next_look_tsc;
 /* A page refused at start for being stale, which the refresh thread looks
@@ -60,8 +70,9 @@ static char service_page_awaited_path[PATH_MAX];
 static struct service_page_expect service_page_awaited_expect;
 /* Taken, never waited for, by whoever changes what is mapped over the
  * table once the process runs (a look again, a leave): another caller
- * (a thread beside it, a signal handler) finds it taken and goes on. */
-static bool service_page_remapping;
+ * (a thread beside it, a signal handler) finds it taken and goes on. With
+ * the start's data, as every served fork child reads it. */
+static bool service_page_remapping START_DATA;
 
 /* The file's status by a raw system call: open, fstat and close are
  * cancellation points in libc, and a served reader's look at its page runs
@@ -102,18 +113,32 @@ static bool service_page_time_namespace_by_pidfd(struct stat *st)
 	return true;
 }
 
+/* Whether no seccomp filter judges this process's system calls now. */
+static bool service_page_unfiltered(void)
+{
+	return raw_syscall(SYS_prctl, PR_GET_SECCOMP, 0, 0, 0, 0, 0) == SECCOMP_MODE_DISABLED;
+}
+
 void service_page_time_namespace(uint64_t *device, uint64_t *inode)
 {
 	/* By the system call itself: every served fork child runs this, and
 	 * each page of libc's code it touched would be a page fault of the
-	 * child's own. */
+	 * child's own. The pidfd's way first where no filter judges the
+	 * calls: a stat of /proc makes the kernel build this process's
+	 * entries there (its pid's directory, its ns directory), and tear
+	 * them down when the process is reaped, the dearest step of a served
+	 * start, which a short-lived process pays for nothing else. Under a
+	 * filter /proc's way first, as a stat of a path is allowed by filters
+	 * that pidfd_open, newer than they are, may kill the process for. */
+	bool pidfd_first = service_page_unfiltered();
 	struct stat st;
 
 	*device = 0;
 	*inode = 0;
-	if (raw_syscall(SYS_newfstatat, AT_FDCWD, (long)"/proc/self/ns/time", (long)&st, 0, 0, 0) ==
+	if ((pidfd_first && service_page_time_namespace_by_pidfd(&st)) ||
+	    raw_syscall(SYS_newfstatat, AT_FDCWD, (long)"/proc/self/ns/time", (long)&st, 0, 0, 0) ==
 		0 ||
-	    service_page_time_namespace_by_pidfd(&st)) {
+	    (!pidfd_first && service_page_time_namespace_by_pidfd(&st))) {
 		*device = (uint64_t)st.st_dev;
 		*inode = (uint64_t)st.st_ino;
 	}
@@ -152,6 +177,17 @@ bool service_page_user_path(char path[PATH_MAX])
  * preempted or stopped (the page is looked at again later). */
 #define SERVICE_PAGE_WRITERS_WAIT_MS 100u
 
+/* Keeps path (length bytes) as the serving page's: it may be the kept
+ * path itself (a look again). */
+static void service_page_keep_path(const char *path, size_t length)
+{
+	char *kept = length < sizeof service_page_served_short ? service_page_served_short
+							       : service_page_served_long;
+
+	memmove(kept, path, length + 1);
+	service_page_served_path = kept;
+}
+
 /* Moves the view of a page that serves (the file st, judged through that
  * view) over the table, read-only: one mremap, which readers see as the
  * old table until it is done and the new page from then on; the file is
@@ -166,7 +202,7 @@ static const char *service_page_attach(const struct table_page *view, const stru
 	const struct service_page_header *header;
 	size_t length = strlen(path);
 
-	if (length >= sizeof service_page_served_path)
+	if (length >= sizeof service_page_served_long)
 		return "a path too long";
 	/* Before the mapping: from now on no writer may touch the table; a
 	 * reader that was writing it (a table of our own, its thread running)
@@ -190,8 +226,7 @@ static const char *service_page_attach(const struct table_page *view, const stru
 	}
 	__atomic_store_n(&service_page_rate, rate, __ATOMIC_RELAXED);
 	service_page_rejudge_reset(cpu_rdtsc(), rate);
-	/* path may be service_page_served_path itself (a look again). */
-	memmove(service_page_served_path, path, length + 1);
+	service_page_keep_path(path, length);
 	service_page_served_device = st->st_dev;
 	service_page_served_inode = st->st_ino;
 	service_page_served_expect = *expect;

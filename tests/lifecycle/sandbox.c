@@ -16,7 +16,9 @@
  * Natively, reading the clock makes no system call: each child lives.
  *   passthrough  no filter: prctl and syscall() answer as libc's do (six
  *             arguments, the last on the stack; return values and errno),
- *             and seccomp calls that install nothing leave the thread */
+ *             and seccomp calls that install nothing leave the thread
+ *   exec PROGRAM ARGS...  runs PROGRAM under a filter that kills pidfd_open
+ *             (served.test: a served start under it lives, and is served) */
 #include "config.h"
 
 #include "life.h"
@@ -107,6 +109,29 @@ static void sandbox_install(enum sandbox_install how, bool tsync, bool also_affi
 	}
 	if (rc != 0)
 		life_fail("installing the filter: %ld (%s)", rc, strerror(errno));
+}
+
+/* Runs program (a path, or a name looked up in PATH) with args under a
+ * filter that kills pidfd_open, as a sandbox written before that call
+ * would: a served start looks at its time namespace through /proc first
+ * under any filter, and must live (served.test). */
+static void sandbox_exec(char **args)
+{
+	static const long killed[] = { SYS_pidfd_open };
+	struct sock_filter code[16];
+	struct sock_fprog prog;
+	long rc;
+
+	if (args[0] == NULL)
+		life_fail("exec: no program");
+	sandbox_filter(killed, 1, code, &prog);
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
+		life_fail("prctl(PR_SET_NO_NEW_PRIVS): %s", strerror(errno));
+	rc = sandbox_raw_seccomp(SECCOMP_SET_MODE_FILTER, 0, &prog);
+	if (rc != 0)
+		life_fail("installing the filter: %s", strerror((int)-rc));
+	execvp(args[0], args);
+	life_fail("exec %s: %s", args[0], strerror(errno));
 }
 
 /* Reads both clocks through the preload for ms, against libc's. */
@@ -214,6 +239,8 @@ int main(int argc, char **argv)
 			  "would not be the test's");
 	if (strcmp(mode, "passthrough") == 0)
 		sandbox_passthrough();
+	if (strcmp(mode, "exec") == 0)
+		sandbox_exec(argv + 2);
 	if (strcmp(mode, "sshd") == 0) {
 		/* The parent's thread runs, and its lines are inherited. */
 		life_require_fast();

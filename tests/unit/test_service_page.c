@@ -443,6 +443,24 @@ START_TEST(test_file_checks)
 }
 END_TEST
 
+/* The time namespace a reader compares with its page's, whichever way the
+ * kernel is asked (the pidfd's, where no filter judges the calls), is the
+ * one /proc shows, where /proc is mounted. */
+START_TEST(test_time_namespace_is_procs)
+{
+	uint64_t device, inode;
+	struct stat st;
+
+	if (stat("/proc/self/ns/time", &st) != 0) {
+		fprintf(stderr, "no /proc/self/ns/time here: the time namespace not compared\n");
+		return;
+	}
+	service_page_time_namespace(&device, &inode);
+	ck_assert_uint_eq(inode, (uint64_t)st.st_ino);
+	ck_assert_uint_eq(device, (uint64_t)st.st_dev);
+}
+END_TEST
+
 Suite *suite_service_page(void)
 {
 	Suite *s = suite_create("service_page");
@@ -461,6 +479,7 @@ Suite *suite_service_page(void)
 	tcase_add_test(tc, test_raw_lines_judged);
 	tcase_add_test(tc, test_other_cpu_line_refused);
 	tcase_add_test(tc, test_file_checks);
+	tcase_add_test(tc, test_time_namespace_is_procs);
 	suite_add_tcase(s, tc);
 	return s;
 }
