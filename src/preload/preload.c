@@ -23,6 +23,7 @@
 #include "sandbox.h"
 #include "service_page.h"
 #include "settings.h"
+#include "stale_checks.h"
 #include "verdict.h"
 
 #define PRELOAD_EXPORT __attribute__((visibility("default")))
@@ -111,16 +112,22 @@ static void preload_slow_path_start(enum clock_lines lines)
 		*last = timespec_to_ns(&ts);
 }
 
-/* What a slow path does when the TSC could not answer, before it asks
- * libc: a process made without fork() has no refresh thread, and its lines
- * have gone stale; it is found here, and gets its thread. A served process
+/* What a slow path does once libc has answered a call the TSC could not: a
+ * process made without fork() has no refresh thread, and its lines have
+ * gone stale; it is found here, and gets its thread. A served process
  * whose service has stopped renewing its page looks for one started in
- * its place, and gets a thread of its own when none has come in time. A refresh thread
- * stuck on a CPU it cannot run on is moved back from here. */
-static void preload_tsc_did_not_answer(void)
+ * its place, and gets a thread of its own when none has come in time. A
+ * refresh thread stuck on a CPU it cannot run on is moved back from here.
+ * Once a period in the process (stale_checks_due, by now_ns), not at every
+ * call: each check reads the counter. errno is the caller's. */
+static void preload_tsc_did_not_answer(uint64_t now_ns)
 {
-	if (__builtin_expect(__atomic_load_n(&refresh_state, __ATOMIC_RELAXED) == REFRESH_SERVED,
-			     0)) {
+	int saved_errno;
+
+	if (__builtin_expect(!stale_checks_due(now_ns), 1))
+		return;
+	saved_errno = errno;
+	if (__atomic_load_n(&refresh_state, __ATOMIC_RELAXED) == REFRESH_SERVED) {
 		const char *condemned;
 
 		if (service_page_time_namespace_foreign())
@@ -135,6 +142,7 @@ static void preload_tsc_did_not_answer(void)
 	refresh_check_process();
 	refresh_ensure_started();
 	placement_free_stuck_thread();
+	errno = saved_errno;
 }
 
 /* Each entry point tries the fast read inline (clock.h) and, when it gives
@@ -308,28 +316,59 @@ static void preload_after_libc(enum preload_entry entry, const void *out, long r
 	errno = saved_errno;
 }
 
+/* A CLOCK_MONOTONIC reading near now for the checks' period
+ * (preload_tsc_did_not_answer): libc's answer rc, less its clock's
+ * offset, where the entry has one in ns; the coarse clock's, which reads
+ * no counter, for time() and CLOCK_MONOTONIC_RAW (which may be seconds
+ * from CLOCK_MONOTONIC); 0 where libc failed. */
+static uint64_t preload_now_ns(enum preload_entry entry, const void *out, long rc)
+{
+	struct timespec coarse;
+
+	switch (entry) {
+	case PRELOAD_TIME:
+	case PRELOAD_MONOTONIC_RAW: break;
+	case PRELOAD_GETTIMEOFDAY:
+		return rc == 0 ? timeval_to_ns(out) - clock_offset(CLOCK_OFFSET_REALTIME) : 0;
+	case PRELOAD_TIMESPEC_GET:
+		return rc == TIME_UTC ? timespec_to_ns(out) - clock_offset(CLOCK_OFFSET_REALTIME)
+				      : 0;
+	default:
+		return rc == 0 ? timespec_to_ns(out) - clock_offset(preload_entry_offset(entry))
+			       : 0;
+	}
+	if (libc_clock_gettime(CLOCK_MONOTONIC_COARSE, &coarse) != 0)
+		return 0;
+	return timespec_to_ns(&coarse);
+}
+
 /* The slow path, for every entry point whose fast read gave up: the
  * careful read, and libc when that cannot answer either, with a step of
- * the clock followed and the clamp applied. */
+ * the clock followed and the clamp applied. Lines this thread found lapsed
+ * under the validity the table still holds take no careful read: libc
+ * answers at once (clock_lines_lapsed). */
 static inline __attribute__((always_inline)) long preload_slow_path(enum preload_entry entry,
 								    void *out)
 {
 	uint32_t flags = preload_api_flags();
-	bool stale;
+	bool stale = clock_lines_lapsed();
 	long rc;
 
 	preload_slow_path_start(preload_entry_lines(entry));
-	if (preload_careful(entry, flags, out, &rc))
+	if (!stale && preload_careful(entry, flags, out, &rc))
 		return preload_give(entry, out, rc);
-	preload_tsc_did_not_answer();
 	/* The monotonic clocks have no step to follow. */
-	if (entry == PRELOAD_MONOTONIC || entry == PRELOAD_MONOTONIC_RAW)
-		return preload_clamp(entry, out, preload_ask_libc(entry, out, PRELOAD_NO_ARG));
-	stale = preload_lines_stale();
+	if (entry == PRELOAD_MONOTONIC || entry == PRELOAD_MONOTONIC_RAW) {
+		rc = preload_clamp(entry, out, preload_ask_libc(entry, out, PRELOAD_NO_ARG));
+		preload_tsc_did_not_answer(preload_now_ns(entry, out, rc));
+		return rc;
+	}
+	stale = stale || preload_lines_stale();
 	rc = preload_ask_libc(entry, out, preload_fast_read_arg(entry));
 	preload_follow_step(preload_entry_offset(entry), stale);
 	rc = preload_clamp(entry, out, rc);
 	preload_after_libc(entry, out, rc);
+	preload_tsc_did_not_answer(preload_now_ns(entry, out, rc));
 	return preload_give(entry, out, rc);
 }
 

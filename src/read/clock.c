@@ -15,6 +15,23 @@ __thread struct clock_thread_state clock_thread __attribute__((tls_model("initia
  * again (service_page_rejudge), may not answer. Two CPUs' lines
  * disagree by a few nanoseconds and a refresh may bend a line under a
  * reader: then this thread keeps its last answer. */
+/* The lines' validity has lapsed at tsc: remembered, so that the slow calls
+ * until it is renewed go to libc without a careful read
+ * (clock_lines_lapsed), and the fast read's guess parked on a CPU with no
+ * line, so that they read no counter either. A counter before the validity
+ * (another CPU's a little behind, or one reset by a resume) is no lapse
+ * the next call can count on. */
+static void clock_careful_lapsed(uint64_t tsc, uint64_t valid_from, uint64_t valid_ticks)
+{
+	if ((int64_t)(tsc - valid_from) < 0)
+		return;
+	clock_thread.lapsed_from_tsc = valid_from;
+	clock_thread.lapsed_ticks = valid_ticks;
+	if (table_load_lines(CLOCK_LINES_MONOTONIC, CLOCK_PARKED_CPU).mult == 0 &&
+	    table_load_lines(CLOCK_LINES_RAW, CLOCK_PARKED_CPU).mult == 0)
+		clock_thread.last_cpu = CLOCK_PARKED_CPU;
+}
+
 static bool clock_careful_finish(enum clock_lines lines, uint64_t tsc, struct calib_line line,
 				 uint64_t valid_from, uint64_t valid_ticks, uint64_t *ns_out)
 {
@@ -25,6 +42,7 @@ static bool clock_careful_finish(enum clock_lines lines, uint64_t tsc, struct ca
 		/* A page that was stale is judged again before it answers:
 		 * after a counter reset, this thread's deadline is far ahead. */
 		clock_thread.judged_until_tsc = 0;
+		clock_careful_lapsed(tsc, valid_from, valid_ticks);
 		return false;
 	}
 	if (line.mult == 0 || (tsc >= clock_thread.judged_until_tsc && !service_page_rejudge(tsc)))

@@ -54,6 +54,13 @@ struct clock_thread_state {
 	/* CLOCK_MONOTONIC_RAW's clamp and second: its lines are its own. */
 	uint64_t last_raw_ns;
 	struct clock_second raw_second;
+	/* The validity (valid_from_tsc, valid_ticks) this thread's careful
+	 * read last found lapsed: while the table still holds that one, the
+	 * lines cannot answer, and a slow call asks libc without reading the
+	 * counter again (clock_lines_lapsed). Last, so that the fast read's
+	 * fields keep their places. */
+	uint64_t lapsed_from_tsc;
+	uint64_t lapsed_ticks;
 };
 
 extern __thread struct clock_thread_state clock_thread
@@ -323,6 +330,26 @@ CLOCK_FAST bool clock_fast_seconds(uint32_t flags, time_t *sec_out)
 		return false;
 	*sec_out = (time_t)sec;
 	return true;
+}
+
+/* The CPU a thread's guess is parked on while its lines are lapsed: on any
+ * machine with fewer CPUs it has no line, so that the fast read gives up
+ * before it reads the counter (the careful read parks a guess only where
+ * it finds no line there). Still a guess like any other: a thread that
+ * does run there is told so by the counter's CPU id. */
+#define CLOCK_PARKED_CPU (CPU_MAX_CPUS - 1u)
+
+/* Whether the table's validity is still the one this thread's careful read
+ * last found lapsed: then no reading can answer from the lines, and the
+ * slow path goes to libc at once. Two plain loads; a renewal, a page moved
+ * over the table or a leave writes another validity, and the next slow
+ * call reads carefully again. */
+static inline bool clock_lines_lapsed(void)
+{
+	return __atomic_load_n(&table_page.shared.valid_from_tsc, __ATOMIC_ACQUIRE) ==
+		   clock_thread.lapsed_from_tsc &&
+	       __atomic_load_n(&table_page.shared.valid_ticks, __ATOMIC_ACQUIRE) ==
+		   clock_thread.lapsed_ticks;
 }
 
 /* The careful read (clock.c): every check written out, the clamp applied

@@ -47,6 +47,13 @@
  *   unshare-time raw thread  the same, the child's first time call made
  *                     by a thread it starts (keys "child.thread.")
  *                     served.test runs the two raw ones
+ *   stale-reads SERVICE_PID  once the page answers, stops the service
+ *                     until calls of CLOCK_MONOTONIC reach libc, then
+ *                     counts every counter read of 1000 of them (trapped:
+ *                     PR_SET_TSC) and continues the service:
+ *                     stale_calls, stale_libc_calls, stale_counter_reads;
+ *                     counted=no where the kernel cannot trap them,
+ *                     served=no where the page was refused at start
  *   timens-run NS proc|noproc CMD...  (without the preload) runs CMD in
  *                     a new time namespace, CLOCK_MONOTONIC NS ns ahead,
  *                     and with noproc in a new mount namespace without
@@ -67,8 +74,10 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <ucontext.h>
 #include <unistd.h>
 #include <x86intrin.h>
 
@@ -292,6 +301,124 @@ static int served_watch(void)
 	return 0;
 }
 
+/* This thread's counter reads while they trap (PR_TSC_SIGSEGV), counted by
+ * served_counter_trap, which does each read for the instruction. */
+static volatile uint64_t served_counter_reads;
+
+/* PR_SET_TSC for this thread by a raw system call: no interposer in the
+ * way, and callable from the handler. */
+static long served_set_tsc(long how)
+{
+	long rc;
+
+	__asm__ volatile("syscall"
+			 : "=a"(rc)
+			 : "0"((long)SYS_prctl), "D"((long)PR_SET_TSC), "S"(how)
+			 : "rcx", "r11", "memory");
+	return rc;
+}
+
+/* A trapped rdtsc or rdtscp (of the library, or of libc's vDSO): done with
+ * the counter enabled for a moment, its registers set, and counted. Any
+ * other fault: the default action, at the instruction again. */
+static void served_counter_trap(int sig, siginfo_t *info, void *context)
+{
+	ucontext_t *uc = context;
+	greg_t *regs = uc->uc_mcontext.gregs;
+	const unsigned char *ip = (const unsigned char *)regs[REG_RIP];
+	uint32_t lo, hi, aux;
+
+	(void)info;
+	if (ip[0] == 0x0f && ip[1] == 0x31) {
+		served_set_tsc(PR_TSC_ENABLE);
+		__asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
+		served_set_tsc(PR_TSC_SIGSEGV);
+		regs[REG_RIP] += 2;
+	} else if (ip[0] == 0x0f && ip[1] == 0x01 && ip[2] == 0xf9) {
+		served_set_tsc(PR_TSC_ENABLE);
+		__asm__ volatile("rdtscp" : "=a"(lo), "=d"(hi), "=c"(aux));
+		served_set_tsc(PR_TSC_SIGSEGV);
+		regs[REG_RCX] = aux;
+		regs[REG_RIP] += 3;
+	} else {
+		signal(sig, SIG_DFL);
+		return;
+	}
+	regs[REG_RAX] = lo;
+	regs[REG_RDX] = hi;
+	served_counter_reads = served_counter_reads + 1;
+}
+
+/* Whether one call of CLOCK_MONOTONIC through the preload reached libc;
+ * its answer never before last (updated). */
+static bool served_call_reached_libc(uint64_t *last)
+{
+	uint64_t before = life_fallthrough();
+	struct timespec ts;
+
+	if (clock_gettime(CLOCK_MONOTONIC, &ts) != 0)
+		life_fail("clock_gettime failed");
+	if (life_ns(&ts) < *last)
+		life_fail("CLOCK_MONOTONIC went back by %llu ns",
+			  (unsigned long long)(*last - life_ns(&ts)));
+	*last = life_ns(&ts);
+	return life_fallthrough() != before;
+}
+
+/* stale-reads SERVICE_PID: once the page answers, stops its service
+ * (SIGSTOP) until the page is stale (calls reach libc), counts the
+ * counter reads of 1000 calls of CLOCK_MONOTONIC then, and continues the
+ * service. Prints stale_calls, stale_libc_calls, stale_counter_reads
+ * (every rdtsc and rdtscp of this thread, the library's and libc's, by
+ * trapping them), or counted=no where the kernel cannot trap them;
+ * served=no where the process was not served but calibrates alone. */
+static int served_stale_reads(pid_t service)
+{
+	const uint64_t calls = 1000;
+	uint64_t deadline = life_libc_mono_ns() + 60 * LIFE_NS_PER_SEC, last = 0, libc_calls;
+	struct sigaction trap = { .sa_sigaction = served_counter_trap, .sa_flags = SA_SIGINFO };
+	struct sigaction old;
+
+	sigemptyset(&trap.sa_mask);
+	while (served_call_reached_libc(&last)) {
+		if (life_libc_mono_ns() > deadline)
+			life_fail("the page never answered");
+		life_sleep_ms(1);
+	}
+	/* Refused at start (a service kept from renewing its page), this
+	 * process calibrates alone: nothing to stop. */
+	if (life_threads_named("fasttime") != 0) {
+		printf("served=no\n");
+		return 0;
+	}
+	if (kill(service, SIGSTOP) != 0)
+		life_fail("kill(%d, SIGSTOP): %s", (int)service, strerror(errno));
+	while (!served_call_reached_libc(&last)) {
+		if (life_libc_mono_ns() > deadline) {
+			kill(service, SIGCONT);
+			life_fail("the page of a stopped service never went stale");
+		}
+		life_sleep_ms(1);
+	}
+	if (sigaction(SIGSEGV, &trap, &old) != 0 || served_set_tsc(PR_TSC_SIGSEGV) != 0) {
+		kill(service, SIGCONT);
+		printf("counted=no\n");
+		return 0;
+	}
+	served_counter_reads = 0;
+	libc_calls = life_fallthrough();
+	for (uint64_t i = 0; i < calls; i++)
+		served_call_reached_libc(&last);
+	libc_calls = life_fallthrough() - libc_calls;
+	served_set_tsc(PR_TSC_ENABLE);
+	sigaction(SIGSEGV, &old, NULL);
+	kill(service, SIGCONT);
+	printf("counted=yes\nstale_calls=%llu\nstale_libc_calls=%llu\nstale_counter_reads=%llu\n",
+	       (unsigned long long)calls, (unsigned long long)libc_calls,
+	       (unsigned long long)served_counter_reads);
+	return 0;
+}
+
 /* Sets the offsets the children of this process get in its new time
  * namespace; false where they cannot be set. */
 static bool served_set_offsets(void)
@@ -448,7 +575,10 @@ int main(int argc, char **argv)
 		return served_time_namespace(false, true, true, true);
 	if (argc == 2 && strcmp(argv[1], "setns-time") == 0)
 		return served_time_namespace(true, false, false, false);
+	if (argc == 3 && strcmp(argv[1], "stale-reads") == 0)
+		return served_stale_reads((pid_t)strtol(argv[2], NULL, 10));
 	fprintf(stderr, "usage: served probe [WAIT_MS] | fork | watch | unshare-time [child|raw "
-			"[thread]] | setns-time | timens-run NS proc|noproc CMD...\n");
+			"[thread]] | setns-time | stale-reads SERVICE_PID | timens-run NS "
+			"proc|noproc CMD...\n");
 	return 99;
 }

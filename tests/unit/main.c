@@ -44,6 +44,7 @@ int main(void)
 	srunner_add_suite(runner, suite_watch());
 	srunner_add_suite(runner, suite_clock_table());
 	srunner_add_suite(runner, suite_service_notify());
+	srunner_add_suite(runner, suite_stale_checks());
 	if (reason == NULL) {
 		srunner_add_suite(runner, suite_table());
 		srunner_add_suite(runner, suite_clock());

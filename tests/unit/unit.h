@@ -16,5 +16,6 @@ Suite *suite_evidence(void);
 Suite *suite_watch(void);
 Suite *suite_service_page(void);
 Suite *suite_service_notify(void);
+Suite *suite_stale_checks(void);
 
 #endif
