@@ -425,8 +425,10 @@ static int tap_read_boottime(int (*next)(clockid_t, struct timespec *), struct t
  * CLOCK_REALTIME is taken again while the monotonic reads around it lie
  * more than TAP_SAME_MOMENT_NS apart (a few times at most). CLOCK_BOOTTIME
  * is made from CLOCK_MONOTONIC (tap_read_boottime), CLOCK_TAI from
- * CLOCK_REALTIME plus the kernel's TAI offset (a whole number of seconds),
- * so that each keeps its kernel's distance from the clock it moves with. */
+ * CLOCK_REALTIME plus the kernel's TAI offset (a whole number of seconds,
+ * read again, as CLOCK_REALTIME is, while the REALTIME reads around it lie
+ * more than TAP_SAME_MOMENT_NS apart), so that each keeps its kernel's
+ * distance from the clock it moves with. */
 static int tap_read_at(int (*next)(clockid_t, struct timespec *), clockid_t id, struct timespec *ts,
 		       uint64_t *raw_ns)
 {
@@ -444,17 +446,28 @@ static int tap_read_at(int (*next)(clockid_t, struct timespec *), clockid_t id, 
 	if (id == CLOCK_BOOTTIME)
 		return tap_read_boottime(next, ts, raw_ns);
 	if (id == CLOCK_TAI) {
-		struct timespec tai;
-		uint64_t tai_offset;
+		struct timespec tai, real_after;
+		uint64_t middle, tai_offset;
 
-		rc = tap_read_at(next, CLOCK_REALTIME, ts, raw_ns);
-		if (rc != 0)
-			return rc;
-		rc = next(CLOCK_TAI, &tai);
-		if (rc != 0)
-			return rc;
-		/* Read just after REALTIME: the offset rounds to the second. */
-		tai_offset = (tap_ns(&tai) - tap_ns(ts) + 500000000u) / 1000000000u * 1000000000u;
+		for (int attempt = 0; attempt < 8; attempt++) {
+			rc = tap_read_at(next, CLOCK_REALTIME, ts, raw_ns);
+			if (rc == 0)
+				rc = next(CLOCK_TAI, &tai);
+			if (rc == 0)
+				rc = next(CLOCK_REALTIME, &real_after);
+			if (rc != 0)
+				return rc;
+			if (tap_ns(&real_after) - tap_ns(ts) <= TAP_SAME_MOMENT_NS)
+				break;
+		}
+		/* The offset is a whole number of seconds: TAI rounded against
+		 * the middle of the REALTIME reads around it. A thread
+		 * preempted for half a second or more between the first of
+		 * them and TAI's would otherwise be given a second more, and
+		 * its next answer would go back by that second less the
+		 * preemption. */
+		middle = tap_ns(ts) + (tap_ns(&real_after) - tap_ns(ts)) / 2;
+		tai_offset = (tap_ns(&tai) - middle + 500000000u) / 1000000000u * 1000000000u;
 		*ts = tap_timespec(tap_ns(ts) + tai_offset);
 		return 0;
 	}
