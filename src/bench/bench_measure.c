@@ -50,19 +50,21 @@ const enum entry_point bench_measure_order[ENTRY_COUNT] = {
 #undef ENTRY
 };
 
-/* One call of api from libc, its result left in *ts, *tv or *t. */
+/* One call of api through fns (libc's own functions, or the process's
+ * symbols), its result left in *ts, *tv or *t. */
 static inline __attribute__((always_inline)) void
-bench_measure_answer_libc(enum entry_point api, struct timespec *ts, struct timeval *tv, time_t *t)
+bench_measure_answer_functions(const struct libc_time_functions *fns, enum entry_point api,
+			       struct timespec *ts, struct timeval *tv, time_t *t)
 {
 	switch (api) {
-	case ENTRY_MONOTONIC: bench_libc.clock_gettime(CLOCK_MONOTONIC, ts); break;
-	case ENTRY_REALTIME: bench_libc.clock_gettime(CLOCK_REALTIME, ts); break;
-	case ENTRY_GETTIMEOFDAY: bench_libc.gettimeofday(tv, NULL); break;
-	case ENTRY_TIME: *t = bench_libc.time(NULL); break;
-	case ENTRY_TIMESPEC_GET: bench_libc.timespec_get(ts, TIME_UTC); break;
-	case ENTRY_BOOTTIME: bench_libc.clock_gettime(CLOCK_BOOTTIME, ts); break;
-	case ENTRY_TAI: bench_libc.clock_gettime(CLOCK_TAI, ts); break;
-	case ENTRY_MONOTONIC_RAW: bench_libc.clock_gettime(CLOCK_MONOTONIC_RAW, ts); break;
+	case ENTRY_MONOTONIC: fns->clock_gettime(CLOCK_MONOTONIC, ts); break;
+	case ENTRY_REALTIME: fns->clock_gettime(CLOCK_REALTIME, ts); break;
+	case ENTRY_GETTIMEOFDAY: fns->gettimeofday(tv, NULL); break;
+	case ENTRY_TIME: *t = fns->time(NULL); break;
+	case ENTRY_TIMESPEC_GET: fns->timespec_get(ts, TIME_UTC); break;
+	case ENTRY_BOOTTIME: fns->clock_gettime(CLOCK_BOOTTIME, ts); break;
+	case ENTRY_TAI: fns->clock_gettime(CLOCK_TAI, ts); break;
+	case ENTRY_MONOTONIC_RAW: fns->clock_gettime(CLOCK_MONOTONIC_RAW, ts); break;
 	default: break;
 	}
 }
@@ -98,26 +100,14 @@ bench_measure_answer(enum bench_source source, enum entry_point api, struct time
 	    source == BENCH_RELAXED ? bench_measure_relaxed_flags : bench_measure_ordered_flags;
 
 	switch (source) {
-	case BENCH_LIBC: bench_measure_answer_libc(api, ts, tv, t); return true;
+	case BENCH_LIBC: bench_measure_answer_functions(&bench_libc, api, ts, tv, t); return true;
 	case BENCH_SYMBOL:
-		switch (api) {
-		case ENTRY_MONOTONIC: bench_process.clock_gettime(CLOCK_MONOTONIC, ts); break;
-		case ENTRY_REALTIME: bench_process.clock_gettime(CLOCK_REALTIME, ts); break;
-		case ENTRY_GETTIMEOFDAY: bench_process.gettimeofday(tv, NULL); break;
-		case ENTRY_TIME: *t = bench_process.time(NULL); break;
-		case ENTRY_TIMESPEC_GET: bench_process.timespec_get(ts, TIME_UTC); break;
-		case ENTRY_BOOTTIME: bench_process.clock_gettime(CLOCK_BOOTTIME, ts); break;
-		case ENTRY_TAI: bench_process.clock_gettime(CLOCK_TAI, ts); break;
-		case ENTRY_MONOTONIC_RAW:
-			bench_process.clock_gettime(CLOCK_MONOTONIC_RAW, ts);
-			break;
-		default: break;
-		}
+		bench_measure_answer_functions(&bench_process, api, ts, tv, t);
 		return true;
 	default:
 		if (__builtin_expect(bench_measure_answer_lines(flags, api, ts, tv, t), 1))
 			return true;
-		bench_measure_answer_libc(api, ts, tv, t);
+		bench_measure_answer_functions(&bench_libc, api, ts, tv, t);
 		return false;
 	}
 }
