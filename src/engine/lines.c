@@ -11,6 +11,7 @@
 #include "offsets.h"
 #include "placement.h"
 #include "table.h"
+#include "verdict.h"
 #include "watch.h"
 
 struct lines_cpu lines_cpus[CPU_MAX_CPUS];
@@ -336,4 +337,131 @@ void lines_trust(uint64_t tsc, uint64_t mult, uint64_t window_ns, bool restarted
 	table_set_validity(valid_from, valid_ticks);
 	lines_state.valid_until_ns = libc_monotonic_ns() + window_ns;
 	placement_set_visit_limit(calib_line_ticks_for_ns(mult, PLACEMENT_VISIT_MAX_NS));
+}
+
+/* An outcome as the debug lines word it. */
+static const char *lines_outcome_name(enum calib_outcome outcome)
+{
+	switch (outcome) {
+	case CALIB_NEED_MORE: return "anchored";
+	case CALIB_FIRST_LINE: return "first line";
+	case CALIB_CONTINUED: return "continued";
+	case CALIB_STEPPED: return "stepped";
+	case CALIB_REJECTED: return "rejected";
+	}
+	return "?";
+}
+
+/* When the last visit that waited ended (lines_visits_waited_lately); 0:
+ * none yet. */
+static uint64_t lines_last_wait_ns;
+
+bool lines_visits_waited_lately(uint64_t now)
+{
+	uint64_t last = __atomic_load_n(&lines_last_wait_ns, __ATOMIC_RELAXED);
+
+	return last != 0 && now - last < LINES_UNREACHABLE_FORGET_NS;
+}
+
+uint64_t lines_cpu_note_visit(struct lines_cpu *c, bool was_free, uint64_t now)
+{
+	if (was_free) {
+		c->unreachable_until_ns = 0;
+		/* Not at once: a real-time thread that the kernel throttles
+		 * (95 % of each second) lets through the visit that ends a skip
+		 * of a whole second, and the next one waits again; forgotten
+		 * at each free visit, the skips would never grow. */
+		if (now - c->unreachable_last_ns > LINES_UNREACHABLE_FORGET_NS)
+			c->unreachable_backoff_ns = 0;
+		return 0;
+	}
+	c->unreachable_backoff_ns = c->unreachable_backoff_ns == 0 ? LINES_UNREACHABLE_FIRST_NS
+				    : c->unreachable_backoff_ns >= LINES_UNREACHABLE_LAST_NS
+					? LINES_UNREACHABLE_LAST_NS
+					: 2 * c->unreachable_backoff_ns;
+	c->unreachable_until_ns = now + c->unreachable_backoff_ns;
+	c->unreachable_last_ns = now;
+	__atomic_store_n(&lines_last_wait_ns, now, __ATOMIC_RELAXED);
+	return c->unreachable_backoff_ns;
+}
+
+/* Learns the rate before c's line restarts at sample: the round's rate
+ * (round_mult, learned on the CPUs whose lines answered until now), the
+ * kernel's clock being one for every CPU; else the rate from c's last
+ * sample to sample, where the pair says it (calib_slope_estimate). Not
+ * c's own first where another is fresher: c's last sample may be seconds
+ * old (its CPU was skipped, or its line lapsed), and a rate learned across
+ * a slew's start or end is neither, parting from the kernel's clock at
+ * the difference as soon as the line restarts. */
+static bool lines_relearn_rate(struct lines_cpu *c, const struct calib_sample *sample,
+			       uint64_t round_mult)
+{
+	uint64_t mult = round_mult, uncertainty;
+
+	if (mult == 0 && !calib_slope_estimate(&c->calib, sample, &mult, &uncertainty))
+		return false;
+	c->calib.slope_mult = mult;
+	return true;
+}
+
+/* Moves cpu's line on to its sample, drawn with the machine's slope, from
+ * where its readers are now; or, after a discontinuity the watch saw, steps
+ * it onto the sample. */
+bool lines_cpu_update(uint32_t cpu, const struct calib_sample *sample, uint64_t next_interval_ns,
+		      uint64_t shared_mult, bool restart)
+{
+	struct lines_cpu *state = &lines_cpus[cpu];
+	bool relearned = false;
+
+	state->previous_slope_mult = state->calib.slope_mult;
+	/* A line its readers left (they answer with libc, the kernel's own
+	 * clock) starts again on the sample, where they are, at the rate
+	 * measured since its last sample: lines that lapse round after round
+	 * would otherwise keep a rate the kernel's clock left long ago. */
+	if (!restart && state->withdrawn && state->calib.line.mult != 0)
+		relearned = lines_relearn_rate(state, sample, shared_mult);
+	if (restart || (state->withdrawn && state->calib.line.mult != 0))
+		state->last_outcome = calib_cpu_restart(&state->calib, sample);
+	else
+		state->last_outcome =
+		    calib_cpu_update_at(&state->calib, sample, next_interval_ns, shared_mult,
+					cpu_read_stamp(verdict.sample_reading).tsc);
+	/* What the watch compares its next look with: the kernel's clock
+	 * minus the line now drawn, at the sample (a line restarted there is
+	 * on it, whatever the old one's error). */
+	state->look_error_ns =
+	    state->calib.line.mult != 0 && state->last_outcome != CALIB_REJECTED
+		? (int64_t)(sample->ns - calib_line_eval(state->calib.line, sample->tsc))
+		: state->calib.last_error_ns;
+	state->look_mono_ns = sample->ns;
+	state->last_sample_mono_ns = sample->ns;
+	state->last_width_ns = sample->width_ns;
+	if (state->last_outcome == CALIB_REJECTED) {
+		lines_cpu_failed(cpu, state, libc_monotonic_ns());
+		debug_log("cpu %u: sample rejected (sandwich %llu ns)", cpu,
+			  (unsigned long long)sample->width_ns);
+		return false;
+	}
+	state->failing_since_ns = 0;
+	state->dropped = false;
+	lines_note_rate(state, sample->ns, relearned);
+	if (state->calib.line.mult != 0) {
+		state->withdrawn = false;
+		table_publish(cpu, state->calib.line);
+	}
+	if (state->last_outcome != CALIB_NEED_MORE)
+		debug_log("cpu %u: %s, %.6f ns/tick, error %+lld ns, sandwich %llu ns", cpu,
+			  lines_outcome_name(state->last_outcome),
+			  (double)state->calib.line.mult / 18446744073709551616.0,
+			  (long long)state->calib.last_error_ns,
+			  (unsigned long long)sample->width_ns);
+	return true;
+}
+
+/* Takes cpu's raw line from readers: they answer CLOCK_MONOTONIC_RAW with
+ * libc there until a sample restarts it. */
+void lines_raw_withdraw(uint32_t cpu)
+{
+	lines_cpus[cpu].raw_withdrawn = true;
+	table_withdraw_raw(cpu);
 }

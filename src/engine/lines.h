@@ -15,6 +15,14 @@
 
 /* A CPU whose calibration keeps failing this long answers with libc. */
 #define LINES_DROP_AFTER_NS (15ull * 1000000000ull)
+/* How long rounds skip a CPU after its first slow visit (a real-time
+ * thread owns it); doubled at each one after, up to the last. The skips
+ * start again from the first once the CPU has let every visit through for
+ * FORGET: longer than the last skip and the visit that ends it, which a
+ * throttled real-time thread may let through. */
+#define LINES_UNREACHABLE_FIRST_NS  1000000000ull
+#define LINES_UNREACHABLE_LAST_NS   16000000000ull
+#define LINES_UNREACHABLE_FORGET_NS (2 * LINES_UNREACHABLE_LAST_NS)
 
 /* What the engine knows about one CPU, also shown by fasttime --info. */
 struct lines_cpu {
@@ -40,9 +48,9 @@ struct lines_cpu {
 	bool withdrawn;
 	/* A CPU the thread could not run on soon after pinning to it (a
 	 * real-time thread owns it): rounds skip it until then, and wait
-	 * twice as long after each such visit (round.c), until the CPU has
+	 * twice as long after each such visit (lines_cpu_note_visit), until the CPU has
 	 * been free since the last one (unreachable_last_ns) for
-	 * ROUND_UNREACHABLE_FORGET_NS. */
+	 * LINES_UNREACHABLE_FORGET_NS. */
 	uint64_t unreachable_until_ns;
 	uint64_t unreachable_backoff_ns;
 	uint64_t unreachable_last_ns;
@@ -110,5 +118,21 @@ void lines_set_published(unsigned count);
 unsigned lines_published(void);
 /* When (monotonic ns) the validity last granted ends. */
 uint64_t lines_valid_until_ns(void);
+
+/* Notes a visit to c's CPU that ended at now: free (the thread ran there
+ * within PLACEMENT_VISIT_MAX_NS, and no reader moved it) or not. A visit
+ * that was not free makes the rounds skip the CPU (LINES_UNREACHABLE_*);
+ * returns the skip's length then, 0 after a free visit. */
+uint64_t lines_cpu_note_visit(struct lines_cpu *c, bool was_free, uint64_t now);
+/* Whether a visit waited (lines_cpu_note_visit) within LINES_UNREACHABLE_FORGET_NS
+ * of now: a real-time thread took a CPU lately. Any thread may ask. */
+bool lines_visits_waited_lately(uint64_t now);
+/* Moves cpu's line on to its sample, drawn with the machine's slope
+ * (shared_mult) toward next_interval_ns, from where its readers are now;
+ * restart: steps it onto the sample. False when the sample was rejected. */
+bool lines_cpu_update(uint32_t cpu, const struct calib_sample *sample, uint64_t next_interval_ns,
+		      uint64_t shared_mult, bool restart);
+/* Takes cpu's CLOCK_MONOTONIC_RAW line from readers (raw_lines.h). */
+void lines_raw_withdraw(uint32_t cpu);
 
 #endif

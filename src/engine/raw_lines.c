@@ -70,14 +70,6 @@ uint64_t raw_lines_aim(struct raw_lines_round *round, uint64_t scheduled_ns, boo
 	return next_interval_ns;
 }
 
-/* Takes cpu's raw line from readers: they answer CLOCK_MONOTONIC_RAW with
- * libc there until a sample restarts it. */
-static void raw_lines_withdraw(uint32_t cpu)
-{
-	lines_cpus[cpu].raw_withdrawn = true;
-	table_withdraw_raw(cpu);
-}
-
 void raw_lines_update(const struct raw_lines_round *round, uint32_t cpu, uint64_t next_interval_ns,
 		      bool restart)
 {
@@ -86,7 +78,7 @@ void raw_lines_update(const struct raw_lines_round *round, uint32_t cpu, uint64_
 	enum calib_outcome outcome;
 
 	if (!cpu_mask_has(round->sampled, cpu)) {
-		raw_lines_withdraw(cpu);
+		lines_raw_withdraw(cpu);
 		return;
 	}
 	if (restart)
@@ -95,7 +87,7 @@ void raw_lines_update(const struct raw_lines_round *round, uint32_t cpu, uint64_
 		outcome = calib_cpu_update_at(&c->raw, sample, next_interval_ns, round->shared_mult,
 					      cpu_read_stamp(verdict.sample_reading).tsc);
 	if (outcome == CALIB_REJECTED || c->raw.line.mult == 0) {
-		raw_lines_withdraw(cpu);
+		lines_raw_withdraw(cpu);
 		return;
 	}
 	if (outcome != CALIB_CONTINUED)
@@ -138,6 +130,6 @@ bool raw_lines_look(uint32_t cpu, unsigned n)
 		  (unsigned long long)sample.width_ns);
 	for (uint32_t other = 0; other < CPU_MAX_CPUS; other++)
 		if (lines_cpus[other].raw.line.mult != 0)
-			raw_lines_withdraw(other);
+			lines_raw_withdraw(other);
 	return false;
 }

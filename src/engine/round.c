@@ -49,18 +49,6 @@ uint64_t round_interval_after(unsigned round, uint64_t configured_ns)
 	return interval < configured_ns ? interval : configured_ns;
 }
 
-static const char *round_outcome_name(enum calib_outcome outcome)
-{
-	switch (outcome) {
-	case CALIB_NEED_MORE: return "anchored";
-	case CALIB_FIRST_LINE: return "first line";
-	case CALIB_CONTINUED: return "continued";
-	case CALIB_STEPPED: return "stepped";
-	case CALIB_REJECTED: return "rejected";
-	}
-	return "?";
-}
-
 /* Takes this round's sample on cpu, pinned there; false (and the failure
  * noted) when none could be taken. */
 static bool round_sample_one(uint32_t cpu, struct calib_sample *sample)
@@ -74,39 +62,6 @@ static bool round_sample_one(uint32_t cpu, struct calib_sample *sample)
 	return true;
 }
 
-/* When the last visit that waited ended (round_visits_waited_lately); 0:
- * none yet. */
-static uint64_t round_last_wait_ns;
-
-bool round_visits_waited_lately(uint64_t now)
-{
-	uint64_t last = __atomic_load_n(&round_last_wait_ns, __ATOMIC_RELAXED);
-
-	return last != 0 && now - last < ROUND_UNREACHABLE_FORGET_NS;
-}
-
-uint64_t round_note_visit(struct lines_cpu *c, bool was_free, uint64_t now)
-{
-	if (was_free) {
-		c->unreachable_until_ns = 0;
-		/* Not at once: a real-time thread that the kernel throttles
-		 * (95 % of each second) lets through the visit that ends a skip
-		 * of a whole second, and the next one waits again; forgotten
-		 * at each free visit, the skips would never grow. */
-		if (now - c->unreachable_last_ns > ROUND_UNREACHABLE_FORGET_NS)
-			c->unreachable_backoff_ns = 0;
-		return 0;
-	}
-	c->unreachable_backoff_ns = c->unreachable_backoff_ns == 0 ? ROUND_UNREACHABLE_FIRST_NS
-				    : c->unreachable_backoff_ns >= ROUND_UNREACHABLE_LAST_NS
-					? ROUND_UNREACHABLE_LAST_NS
-					: 2 * c->unreachable_backoff_ns;
-	c->unreachable_until_ns = now + c->unreachable_backoff_ns;
-	c->unreachable_last_ns = now;
-	__atomic_store_n(&round_last_wait_ns, now, __ATOMIC_RELAXED);
-	return c->unreachable_backoff_ns;
-}
-
 /* Ends the visit to cpu begun at start_ns; false when the CPU was not
  * free: a reader moved the thread away, or it waited more than
  * PLACEMENT_VISIT_MAX_NS. Rounds then skip the CPU for a while (its line is
@@ -116,8 +71,8 @@ static bool round_visit_end(uint32_t cpu, uint64_t start_ns)
 {
 	bool rescued = placement_visit_close();
 	uint64_t now = libc_monotonic_ns();
-	uint64_t skip = round_note_visit(&lines_cpus[cpu],
-					 !rescued && now - start_ns <= PLACEMENT_VISIT_MAX_NS, now);
+	uint64_t skip = lines_cpu_note_visit(
+	    &lines_cpus[cpu], !rescued && now - start_ns <= PLACEMENT_VISIT_MAX_NS, now);
 
 	if (skip == 0)
 		return true;
@@ -146,79 +101,6 @@ static void round_forget_old_samples(unsigned long *sampled)
 	     cpu = cpu_mask_next(sampled, PLACEMENT_MASK_WORDS, cpu + 1))
 		if (now - round_samples[cpu].ns > PLACEMENT_VISIT_MAX_NS)
 			cpu_mask_clear(sampled, cpu);
-}
-
-/* Learns the rate before c's line restarts at sample: the round's rate
- * (round_mult, learned on the CPUs whose lines answered until now), the
- * kernel's clock being one for every CPU; else the rate from c's last
- * sample to sample, where the pair says it (calib_slope_estimate). Not
- * c's own first where another is fresher: c's last sample may be seconds
- * old (its CPU was skipped, or its line lapsed), and a rate learned across
- * a slew's start or end is neither, parting from the kernel's clock at
- * the difference as soon as the line restarts. */
-static bool round_relearn_rate(struct lines_cpu *c, const struct calib_sample *sample,
-			       uint64_t round_mult)
-{
-	uint64_t mult = round_mult, uncertainty;
-
-	if (mult == 0 && !calib_slope_estimate(&c->calib, sample, &mult, &uncertainty))
-		return false;
-	c->calib.slope_mult = mult;
-	return true;
-}
-
-/* Moves cpu's line on to its sample, drawn with the machine's slope, from
- * where its readers are now; or, after a discontinuity the watch saw, steps
- * it onto the sample. */
-static bool round_update_one(uint32_t cpu, const struct calib_sample *sample,
-			     uint64_t next_interval_ns, uint64_t shared_mult, bool restart)
-{
-	struct lines_cpu *state = &lines_cpus[cpu];
-	bool relearned = false;
-
-	state->previous_slope_mult = state->calib.slope_mult;
-	/* A line its readers left (they answer with libc, the kernel's own
-	 * clock) starts again on the sample, where they are, at the rate
-	 * measured since its last sample: lines that lapse round after round
-	 * would otherwise keep a rate the kernel's clock left long ago. */
-	if (!restart && state->withdrawn && state->calib.line.mult != 0)
-		relearned = round_relearn_rate(state, sample, shared_mult);
-	if (restart || (state->withdrawn && state->calib.line.mult != 0))
-		state->last_outcome = calib_cpu_restart(&state->calib, sample);
-	else
-		state->last_outcome =
-		    calib_cpu_update_at(&state->calib, sample, next_interval_ns, shared_mult,
-					cpu_read_stamp(verdict.sample_reading).tsc);
-	/* What the watch compares its next look with: the kernel's clock
-	 * minus the line now drawn, at the sample (a line restarted there is
-	 * on it, whatever the old one's error). */
-	state->look_error_ns =
-	    state->calib.line.mult != 0 && state->last_outcome != CALIB_REJECTED
-		? (int64_t)(sample->ns - calib_line_eval(state->calib.line, sample->tsc))
-		: state->calib.last_error_ns;
-	state->look_mono_ns = sample->ns;
-	state->last_sample_mono_ns = sample->ns;
-	state->last_width_ns = sample->width_ns;
-	if (state->last_outcome == CALIB_REJECTED) {
-		lines_cpu_failed(cpu, state, libc_monotonic_ns());
-		debug_log("cpu %u: sample rejected (sandwich %llu ns)", cpu,
-			  (unsigned long long)sample->width_ns);
-		return false;
-	}
-	state->failing_since_ns = 0;
-	state->dropped = false;
-	lines_note_rate(state, sample->ns, relearned);
-	if (state->calib.line.mult != 0) {
-		state->withdrawn = false;
-		table_publish(cpu, state->calib.line);
-	}
-	if (state->last_outcome != CALIB_NEED_MORE)
-		debug_log("cpu %u: %s, %.6f ns/tick, error %+lld ns, sandwich %llu ns", cpu,
-			  round_outcome_name(state->last_outcome),
-			  (double)state->calib.line.mult / 18446744073709551616.0,
-			  (long long)state->calib.last_error_ns,
-			  (unsigned long long)sample->width_ns);
-	return true;
 }
 
 /* Whether a CPU's last round counts toward the clocksource's probation. */
@@ -295,7 +177,7 @@ struct round_result round_run(uint64_t scheduled_ns, bool restart)
 		if (round_samples[cpu].width_ns < narrowest.width_ns)
 			narrowest = round_samples[cpu];
 		/* Only from lines that answered until now: a line withdrawn
-		 * meanwhile learns from the others (round_relearn_rate). */
+		 * meanwhile learns from the others (lines_relearn_rate). */
 		if (!c->withdrawn &&
 		    calib_slope_estimate(&c->calib, &round_samples[cpu], &estimate, &uncertainty) &&
 		    uncertainty < best_uncertainty) {
@@ -328,10 +210,10 @@ struct round_result round_run(uint64_t scheduled_ns, bool restart)
 	     cpu = cpu_mask_next(sampled, PLACEMENT_MASK_WORDS, cpu + 1)) {
 		const struct lines_cpu *c = &lines_cpus[cpu];
 		/* A raw line its readers left (libc answered there) restarts
-		 * on its sample, as the monotonic line does (round_update_one). */
+		 * on its sample, as the monotonic line does (lines_cpu_update). */
 		bool raw_restart = restart || (c->raw.line.mult != 0 && !raw_lines_cpu_answers(c));
 
-		if (!round_update_one(cpu, &round_samples[cpu], next_interval_ns, shared_mult,
+		if (!lines_cpu_update(cpu, &round_samples[cpu], next_interval_ns, shared_mult,
 				      restart))
 			continue;
 		cpu_mask_set(renewed, cpu);
