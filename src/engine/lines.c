@@ -66,8 +66,10 @@ unsigned lines_answering(void)
 	return count;
 }
 
-void lines_cpu_failed(uint32_t cpu, struct lines_cpu *state, uint64_t now)
+void lines_cpu_failed(uint32_t cpu, uint64_t now)
 {
+	struct lines_cpu *state = &lines_cpus[cpu];
+
 	if (state->failing_since_ns == 0)
 		state->failing_since_ns = now;
 	if (!state->dropped && now - state->failing_since_ns >= LINES_DROP_AFTER_NS) {
@@ -363,8 +365,10 @@ bool lines_visits_waited_lately(uint64_t now)
 	return last != 0 && now - last < LINES_UNREACHABLE_FORGET_NS;
 }
 
-uint64_t lines_cpu_note_visit(struct lines_cpu *c, bool was_free, uint64_t now)
+uint64_t lines_cpu_note_visit(uint32_t cpu, bool was_free, uint64_t now)
 {
+	struct lines_cpu *c = &lines_cpus[cpu];
+
 	if (was_free) {
 		c->unreachable_until_ns = 0;
 		/* Not at once: a real-time thread that the kernel throttles
@@ -437,7 +441,7 @@ bool lines_cpu_update(uint32_t cpu, const struct calib_sample *sample, uint64_t 
 	state->last_sample_mono_ns = sample->ns;
 	state->last_width_ns = sample->width_ns;
 	if (state->last_outcome == CALIB_REJECTED) {
-		lines_cpu_failed(cpu, state, libc_monotonic_ns());
+		lines_cpu_failed(cpu, libc_monotonic_ns());
 		debug_log("cpu %u: sample rejected (sandwich %llu ns)", cpu,
 			  (unsigned long long)sample->width_ns);
 		return false;
@@ -458,10 +462,61 @@ bool lines_cpu_update(uint32_t cpu, const struct calib_sample *sample, uint64_t 
 	return true;
 }
 
+/* In a fork child of a round: every visited CPU's calibrations start over,
+ * as the round may have left them half-written. */
+void lines_restart_calibrations(void)
+{
+	for (uint32_t cpu = 0; cpu < CPU_MAX_CPUS; cpu++)
+		if (lines_cpus[cpu].allowed) {
+			calib_cpu_reset(&lines_cpus[cpu].calib);
+			calib_cpu_reset(&lines_cpus[cpu].raw);
+		}
+}
+
+/* Notes the NUMA node of cpu's last sandwich (fasttime --info shows it). */
+void lines_cpu_set_node(uint32_t cpu, uint32_t node)
+{
+	lines_cpus[cpu].node = node;
+}
+
+/* Notes what a look found on cpu's line, for the next look to compare with
+ * (watch_parted). */
+void lines_cpu_note_look(uint32_t cpu, int64_t error_ns, uint64_t mono_ns)
+{
+	lines_cpus[cpu].look_error_ns = error_ns;
+	lines_cpus[cpu].look_mono_ns = mono_ns;
+}
+
 /* Takes cpu's raw line from readers: they answer CLOCK_MONOTONIC_RAW with
  * libc there until a sample restarts it. */
 void lines_raw_withdraw(uint32_t cpu)
 {
 	lines_cpus[cpu].raw_withdrawn = true;
 	table_withdraw_raw(cpu);
+}
+
+/* Moves cpu's raw line on to its sample, or restarts it there, and
+ * publishes it; withdraws it where the sample was rejected or it has no
+ * line yet. */
+void lines_raw_update(uint32_t cpu, const struct calib_sample *sample, uint64_t next_interval_ns,
+		      uint64_t shared_mult, bool restart)
+{
+	struct lines_cpu *c = &lines_cpus[cpu];
+	enum calib_outcome outcome;
+
+	if (restart)
+		outcome = calib_cpu_restart(&c->raw, sample);
+	else
+		outcome = calib_cpu_update_at(&c->raw, sample, next_interval_ns, shared_mult,
+					      cpu_read_stamp(verdict.sample_reading).tsc);
+	if (outcome == CALIB_REJECTED || c->raw.line.mult == 0) {
+		lines_raw_withdraw(cpu);
+		return;
+	}
+	if (outcome != CALIB_CONTINUED)
+		debug_log("cpu %u: CLOCK_MONOTONIC_RAW line %s, error %+lld ns, sandwich %llu ns",
+			  cpu, outcome == CALIB_FIRST_LINE ? "first" : "restarted",
+			  (long long)c->raw.last_error_ns, (unsigned long long)sample->width_ns);
+	c->raw_withdrawn = false;
+	table_publish_raw(cpu, c->raw.line);
 }

@@ -2,8 +2,10 @@
  * the lines: the rates the kernel's clock ran at lately, each line's
  * predicted error, the window granted from a sample or a look, and the
  * moves that take a line from readers (withdrawn, left, dropped). Written
- * by the refresh thread only (or a tool calibrating in its own thread);
- * readers see what table.h publishes. */
+ * by the refresh thread only (or a tool calibrating in its own thread),
+ * and by lines.c only: the round, the look and the raw lines read
+ * lines_cpus[] and change it through the functions below. Readers see
+ * what table.h publishes. */
 #ifndef FASTTIME_LINES_H
 #define FASTTIME_LINES_H
 
@@ -72,7 +74,7 @@ unsigned lines_answering(void);
  * failed for LINES_DROP_AFTER_NS without a success between, the CPU's
  * line is withdrawn and its readers answer with libc. A success clears
  * failing_since_ns. */
-void lines_cpu_failed(uint32_t cpu, struct lines_cpu *state, uint64_t now);
+void lines_cpu_failed(uint32_t cpu, uint64_t now);
 
 /* Counts slope among the rates the kernel's clock ran at lately (now). */
 void lines_note_slope(uint64_t slope, uint64_t now);
@@ -119,11 +121,11 @@ unsigned lines_published(void);
 /* When (monotonic ns) the validity last granted ends. */
 uint64_t lines_valid_until_ns(void);
 
-/* Notes a visit to c's CPU that ended at now: free (the thread ran there
+/* Notes a visit to cpu that ended at now: free (the thread ran there
  * within PLACEMENT_VISIT_MAX_NS, and no reader moved it) or not. A visit
  * that was not free makes the rounds skip the CPU (LINES_UNREACHABLE_*);
  * returns the skip's length then, 0 after a free visit. */
-uint64_t lines_cpu_note_visit(struct lines_cpu *c, bool was_free, uint64_t now);
+uint64_t lines_cpu_note_visit(uint32_t cpu, bool was_free, uint64_t now);
 /* Whether a visit waited (lines_cpu_note_visit) within LINES_UNREACHABLE_FORGET_NS
  * of now: a real-time thread took a CPU lately. Any thread may ask. */
 bool lines_visits_waited_lately(uint64_t now);
@@ -131,6 +133,19 @@ bool lines_visits_waited_lately(uint64_t now);
  * (shared_mult) toward next_interval_ns, from where its readers are now;
  * restart: steps it onto the sample. False when the sample was rejected. */
 bool lines_cpu_update(uint32_t cpu, const struct calib_sample *sample, uint64_t next_interval_ns,
+		      uint64_t shared_mult, bool restart);
+/* Starts every visited CPU's calibrations over (both kinds of line), in a
+ * fork child of a round that may have left them half-written. */
+void lines_restart_calibrations(void);
+/* Notes the NUMA node cpu's last sandwich was taken on. */
+void lines_cpu_set_node(uint32_t cpu, uint32_t node);
+/* Notes what a look found on cpu's line: the kernel's clock minus the line
+ * (error_ns) at mono_ns, which the next look compares with. */
+void lines_cpu_note_look(uint32_t cpu, int64_t error_ns, uint64_t mono_ns);
+/* Moves cpu's CLOCK_MONOTONIC_RAW line on to its sample (raw_lines_update)
+ * and publishes it, or withdraws it where the sample was rejected or it has
+ * no line yet. */
+void lines_raw_update(uint32_t cpu, const struct calib_sample *sample, uint64_t next_interval_ns,
 		      uint64_t shared_mult, bool restart);
 /* Takes cpu's CLOCK_MONOTONIC_RAW line from readers (raw_lines.h). */
 void lines_raw_withdraw(uint32_t cpu);

@@ -107,7 +107,7 @@ enum look_verdict look_once(void)
 	struct calib_sample sample;
 	uint32_t cpu = 0;
 	struct calib_line line;
-	struct lines_cpu *c;
+	const struct lines_cpu *c;
 	int64_t error;
 
 	if (!look_sample(&sample, &cpu)) {
@@ -126,8 +126,7 @@ enum look_verdict look_once(void)
 		return LOOK_DISCONTINUITY;
 	}
 	look_note_seen_move(c, &sample, error);
-	c->look_error_ns = error;
-	c->look_mono_ns = sample.ns;
+	lines_cpu_note_look(cpu, error, sample.ns);
 	/* Stale lines are not brought back as they are: their readers answer
 	 * with libc, and the round due now restarts each line there. */
 	if (lines_lapsed() || !look_renew(c, &sample, error))

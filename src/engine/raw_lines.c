@@ -8,8 +8,6 @@
 
 #include "debug.h"
 #include "sandwich.h"
-#include "table.h"
-#include "verdict.h"
 #include "watch.h"
 
 /* One round's raw samples, by CPU (too large for the thread's stack). */
@@ -73,29 +71,12 @@ uint64_t raw_lines_aim(struct raw_lines_round *round, uint64_t scheduled_ns, boo
 void raw_lines_update(const struct raw_lines_round *round, uint32_t cpu, uint64_t next_interval_ns,
 		      bool restart)
 {
-	struct lines_cpu *c = &lines_cpus[cpu];
-	const struct calib_sample *sample = &raw_lines_samples[cpu];
-	enum calib_outcome outcome;
-
 	if (!cpu_mask_has(round->sampled, cpu)) {
 		lines_raw_withdraw(cpu);
 		return;
 	}
-	if (restart)
-		outcome = calib_cpu_restart(&c->raw, sample);
-	else
-		outcome = calib_cpu_update_at(&c->raw, sample, next_interval_ns, round->shared_mult,
-					      cpu_read_stamp(verdict.sample_reading).tsc);
-	if (outcome == CALIB_REJECTED || c->raw.line.mult == 0) {
-		lines_raw_withdraw(cpu);
-		return;
-	}
-	if (outcome != CALIB_CONTINUED)
-		debug_log("cpu %u: CLOCK_MONOTONIC_RAW line %s, error %+lld ns, sandwich %llu ns",
-			  cpu, outcome == CALIB_FIRST_LINE ? "first" : "restarted",
-			  (long long)c->raw.last_error_ns, (unsigned long long)sample->width_ns);
-	c->raw_withdrawn = false;
-	table_publish_raw(cpu, c->raw.line);
+	lines_raw_update(cpu, &raw_lines_samples[cpu], next_interval_ns, round->shared_mult,
+			 restart);
 }
 
 bool raw_lines_ready(void)

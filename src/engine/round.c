@@ -19,7 +19,6 @@
 #include "sandwich.h"
 #include "start_data.h"
 #include "table.h"
-#include "verdict.h"
 
 /* One round's samples, taken before any line moves (too large for the
  * thread's stack on machines with thousands of CPUs). */
@@ -32,11 +31,7 @@ void round_after_fork(void)
 {
 	if (!__atomic_load_n(&round_in_progress, __ATOMIC_RELAXED))
 		return;
-	for (uint32_t cpu = 0; cpu < CPU_MAX_CPUS; cpu++)
-		if (lines_cpus[cpu].allowed) {
-			calib_cpu_reset(&lines_cpus[cpu].calib);
-			calib_cpu_reset(&lines_cpus[cpu].raw);
-		}
+	lines_restart_calibrations();
 	round_in_progress = false;
 }
 
@@ -53,12 +48,13 @@ uint64_t round_interval_after(unsigned round, uint64_t configured_ns)
  * noted) when none could be taken. */
 static bool round_sample_one(uint32_t cpu, struct calib_sample *sample)
 {
-	struct lines_cpu *state = &lines_cpus[cpu];
+	uint32_t node;
 
-	if (!sandwich_narrowest_on(CLOCK_MONOTONIC, cpu, ROUND_SANDWICHES, sample, &state->node)) {
-		lines_cpu_failed(cpu, state, libc_monotonic_ns());
+	if (!sandwich_narrowest_on(CLOCK_MONOTONIC, cpu, ROUND_SANDWICHES, sample, &node)) {
+		lines_cpu_failed(cpu, libc_monotonic_ns());
 		return false;
 	}
+	lines_cpu_set_node(cpu, node);
 	return true;
 }
 
@@ -71,8 +67,8 @@ static bool round_visit_end(uint32_t cpu, uint64_t start_ns)
 {
 	bool rescued = placement_visit_close();
 	uint64_t now = libc_monotonic_ns();
-	uint64_t skip = lines_cpu_note_visit(
-	    &lines_cpus[cpu], !rescued && now - start_ns <= PLACEMENT_VISIT_MAX_NS, now);
+	uint64_t skip =
+	    lines_cpu_note_visit(cpu, !rescued && now - start_ns <= PLACEMENT_VISIT_MAX_NS, now);
 
 	if (skip == 0)
 		return true;
@@ -138,7 +134,7 @@ struct round_result round_run(uint64_t scheduled_ns, bool restart)
 	 * its own sandwich, at the round's narrowest sandwich (calib.h). */
 	for (uint32_t cpu = cpu_mask_next(visit, PLACEMENT_MASK_WORDS, 0); cpu < CPU_MAX_CPUS;
 	     cpu = cpu_mask_next(visit, PLACEMENT_MASK_WORDS, cpu + 1)) {
-		struct lines_cpu *c = &lines_cpus[cpu];
+		const struct lines_cpu *c = &lines_cpus[cpu];
 		uint64_t estimate, uncertainty, visit_start;
 		bool taken = false;
 
@@ -225,7 +221,7 @@ struct round_result round_run(uint64_t scheduled_ns, bool restart)
 			  "paused VM): lines restarted at their samples");
 	for (uint32_t cpu = cpu_mask_next(usable_cpus, PLACEMENT_MASK_WORDS, 0); cpu < CPU_MAX_CPUS;
 	     cpu = cpu_mask_next(usable_cpus, PLACEMENT_MASK_WORDS, cpu + 1)) {
-		struct lines_cpu *c = &lines_cpus[cpu];
+		const struct lines_cpu *c = &lines_cpus[cpu];
 
 		if (lines_cpu_answers(c)) {
 			with_line++;

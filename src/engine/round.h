@@ -1,8 +1,8 @@
 /* One calibration round: the refresh thread pins itself in turn to every
  * CPU a thread of the program runs on (placement.h), takes sandwiches of
  * the kernel's CLOCK_MONOTONIC around a counter read taken the way this CPU
- * allows, hands the narrowest to the calibration arithmetic (calib.h: this
- * file is its only driver), and publishes the lines that come out. */
+ * allows, aims the narrowest with the calibration arithmetic (calib.h),
+ * and has lines.c draw and publish the lines that come out. */
 #ifndef FASTTIME_ROUND_H
 #define FASTTIME_ROUND_H
 

@@ -239,32 +239,34 @@ END_TEST
 START_TEST(test_refresh_skips_grow_while_taken)
 {
 	const uint64_t s = 1000000000ull, t0 = 1000 * s;
-	struct lines_cpu c;
+	const uint32_t cpu = 1;
+	const struct lines_cpu *c = &lines_cpus[cpu];
 	uint64_t t = t0, expected = LINES_UNREACHABLE_FIRST_NS;
 
-	memset(&c, 0, sizeof c);
-	ck_assert_uint_eq(lines_cpu_note_visit(&c, true, t), 0);
+	memset(lines_cpus, 0, sizeof lines_cpus);
+	ck_assert_uint_eq(lines_cpu_note_visit(cpu, true, t), 0);
 	for (unsigned i = 0; i < 7; i++) {
-		uint64_t skip = lines_cpu_note_visit(&c, false, t);
+		uint64_t skip = lines_cpu_note_visit(cpu, false, t);
 
 		ck_assert_uint_eq(skip, expected);
-		ck_assert_uint_eq(c.unreachable_until_ns, t + skip);
+		ck_assert_uint_eq(c->unreachable_until_ns, t + skip);
 		/* The visit that ends the skip gets through; the next waits. */
 		t += skip + s / 20;
-		ck_assert_uint_eq(lines_cpu_note_visit(&c, true, t), 0);
-		ck_assert_uint_eq(c.unreachable_until_ns, 0);
+		ck_assert_uint_eq(lines_cpu_note_visit(cpu, true, t), 0);
+		ck_assert_uint_eq(c->unreachable_until_ns, 0);
 		t += s / 10;
 		if (expected < LINES_UNREACHABLE_LAST_NS)
 			expected *= 2;
 	}
 	/* Free for less than 32 s since the last wait: the next wait is
 	 * skipped for 16 s; free for longer, the next one for 1 s again. */
-	t = c.unreachable_last_ns + LINES_UNREACHABLE_FORGET_NS - s;
-	ck_assert_uint_eq(lines_cpu_note_visit(&c, true, t), 0);
-	ck_assert_uint_eq(lines_cpu_note_visit(&c, false, t + s), LINES_UNREACHABLE_LAST_NS);
-	t = c.unreachable_last_ns + LINES_UNREACHABLE_FORGET_NS + 1;
-	ck_assert_uint_eq(lines_cpu_note_visit(&c, true, t), 0);
-	ck_assert_uint_eq(lines_cpu_note_visit(&c, false, t + s), LINES_UNREACHABLE_FIRST_NS);
+	t = c->unreachable_last_ns + LINES_UNREACHABLE_FORGET_NS - s;
+	ck_assert_uint_eq(lines_cpu_note_visit(cpu, true, t), 0);
+	ck_assert_uint_eq(lines_cpu_note_visit(cpu, false, t + s), LINES_UNREACHABLE_LAST_NS);
+	t = c->unreachable_last_ns + LINES_UNREACHABLE_FORGET_NS + 1;
+	ck_assert_uint_eq(lines_cpu_note_visit(cpu, true, t), 0);
+	ck_assert_uint_eq(lines_cpu_note_visit(cpu, false, t + s), LINES_UNREACHABLE_FIRST_NS);
+	memset(lines_cpus, 0, sizeof lines_cpus);
 }
 END_TEST
 
@@ -280,17 +282,17 @@ START_TEST(test_refresh_drop_after_15_s)
 
 	memset(c, 0, sizeof *c);
 	table_publish(cpu, line);
-	lines_cpu_failed(cpu, c, t0);
-	lines_cpu_failed(cpu, c, t0 + LINES_DROP_AFTER_NS - 1);
+	lines_cpu_failed(cpu, t0);
+	lines_cpu_failed(cpu, t0 + LINES_DROP_AFTER_NS - 1);
 	ck_assert(!c->dropped);
 	ck_assert_uint_eq(table_page.records[cpu].mult, line.mult);
 	/* A success: failing_since_ns is cleared, as lines_cpu_update does. */
 	c->failing_since_ns = 0;
-	lines_cpu_failed(cpu, c, t0 + LINES_DROP_AFTER_NS + 5);
+	lines_cpu_failed(cpu, t0 + LINES_DROP_AFTER_NS + 5);
 	ck_assert(!c->dropped);
-	lines_cpu_failed(cpu, c, t0 + 2 * LINES_DROP_AFTER_NS + 4);
+	lines_cpu_failed(cpu, t0 + 2 * LINES_DROP_AFTER_NS + 4);
 	ck_assert(!c->dropped);
-	lines_cpu_failed(cpu, c, t0 + 2 * LINES_DROP_AFTER_NS + 5);
+	lines_cpu_failed(cpu, t0 + 2 * LINES_DROP_AFTER_NS + 5);
 	ck_assert(c->dropped);
 	ck_assert_uint_eq(table_page.records[cpu].mult, 0);
 	ck_assert_uint_eq(table_page.records[cpu].offset, 0);
