@@ -107,129 +107,185 @@ static bool round_cpu_steady(const struct lines_cpu *c)
 				   c->calib.slope_mult);
 }
 
-struct round_result round_run(uint64_t scheduled_ns, bool restart)
-{
-	uint64_t next_interval_ns = scheduled_ns;
+/* What a round gathers as it goes, from its visits to its published lines. */
+struct round_pass {
+	/* The CPUs to visit, and where the thread rests after the round. */
 	unsigned long visit[PLACEMENT_MASK_WORDS], home[PLACEMENT_MASK_WORDS];
+	/* The CPUs pinned to, and those the thread may rest on after. */
 	unsigned long usable_cpus[PLACEMENT_MASK_WORDS], resting_cpus[PLACEMENT_MASK_WORDS];
+	/* The CPUs with a sample, and those whose line it renewed. */
 	unsigned long sampled[PLACEMENT_MASK_WORDS], renewed[PLACEMENT_MASK_WORDS];
-	struct calib_sample narrowest = { .width_ns = UINT64_MAX };
+	struct calib_sample narrowest;
 	struct raw_lines_round raw;
-	uint64_t mult = 0, shared_mult = 0, best_uncertainty = UINT64_MAX, raw_wanted;
-	uint64_t round_start_ns = libc_monotonic_ns();
-	unsigned with_line = 0, usable = 0;
-	bool steady = true, relaunched;
+	/* The machine's slope this round, from the least uncertain estimate. */
+	uint64_t shared_mult, best_uncertainty;
+	uint64_t start_ns;
+	unsigned usable; /* CPUs pinned to, or left to their validity */
+};
 
+/* Begins a round: the other clocks' offsets renewed, the CPUs to visit
+ * chosen (those no longer to be visited leave), nothing gathered yet. */
+static void round_begin(struct round_pass *r)
+{
+	r->start_ns = libc_monotonic_ns();
 	__atomic_store_n(&round_in_progress, true, __ATOMIC_RELAXED);
 	offsets_renew(false);
-	placement_round_begin(visit, home);
-	lines_leave_others(visit);
-	memset(usable_cpus, 0, sizeof usable_cpus);
-	memset(resting_cpus, 0, sizeof resting_cpus);
-	memset(sampled, 0, sizeof sampled);
-	memset(renewed, 0, sizeof renewed);
-	raw_lines_round_begin(&raw);
-	/* First every CPU's sample, then the machine's slope from the least
-	 * uncertain of them, then every line drawn with it and aimed, within
-	 * its own sandwich, at the round's narrowest sandwich (calib.h). */
-	for (uint32_t cpu = cpu_mask_next(visit, PLACEMENT_MASK_WORDS, 0); cpu < CPU_MAX_CPUS;
-	     cpu = cpu_mask_next(visit, PLACEMENT_MASK_WORDS, cpu + 1)) {
-		const struct lines_cpu *c = &lines_cpus[cpu];
-		uint64_t estimate, uncertainty, visit_start;
-		bool taken = false;
+	placement_round_begin(r->visit, r->home);
+	lines_leave_others(r->visit);
+	memset(r->usable_cpus, 0, sizeof r->usable_cpus);
+	memset(r->resting_cpus, 0, sizeof r->resting_cpus);
+	memset(r->sampled, 0, sizeof r->sampled);
+	memset(r->renewed, 0, sizeof r->renewed);
+	raw_lines_round_begin(&r->raw);
+	r->narrowest = (struct calib_sample){ .width_ns = UINT64_MAX };
+	r->shared_mult = 0;
+	r->best_uncertainty = UINT64_MAX;
+	r->usable = 0;
+}
 
-		/* A CPU that was not free lately is left to its validity. The
-		 * thread still rests there too: resting on the other CPUs alone
-		 * (one, on two CPUs) would pin it where a real-time thread that
-		 * takes that CPU later holds it, and no reader moves a thread
-		 * between rounds (placement_rescue frees visits only). */
-		if (round_visit_skipped(cpu, round_start_ns)) {
-			cpu_mask_set(resting_cpus, cpu);
-			usable++;
-			continue;
-		}
-		visit_start = libc_monotonic_ns();
-		placement_visit_begin(cpu);
-		/* Outside this process's cpuset the kernel refuses the pin:
-		 * no thread of the process can run there either. Moved by
-		 * someone else meanwhile: the mask stays as they set it. */
-		if (!placement_pin(cpu)) {
-			round_visit_end(cpu, visit_start);
-			if (placement_moved())
-				break;
-			lines_cpu_leaves(cpu);
-			continue;
-		}
-		lines_cpu_allow(cpu);
-		cpu_mask_set(usable_cpus, cpu);
-		cpu_mask_set(resting_cpus, cpu);
-		usable++;
-		taken = round_sample_one(cpu, &round_samples[cpu]);
-		if (taken)
-			raw_lines_visit(&raw, cpu, ROUND_SANDWICHES);
-		if (!round_visit_end(cpu, visit_start) || !taken)
-			continue;
-		cpu_mask_set(sampled, cpu);
-		if (round_samples[cpu].width_ns < narrowest.width_ns)
-			narrowest = round_samples[cpu];
-		/* Only from lines that answered until now: a line withdrawn
-		 * meanwhile learns from the others (lines_relearn_rate). */
-		if (!c->withdrawn &&
-		    calib_slope_estimate(&c->calib, &round_samples[cpu], &estimate, &uncertainty) &&
-		    uncertainty < best_uncertainty) {
-			best_uncertainty = uncertainty;
-			shared_mult = estimate;
-		}
+/* Counts cpu's sample, just taken, toward the round's narrowest sandwich
+ * and the machine's slope. */
+static void round_gather(struct round_pass *r, uint32_t cpu)
+{
+	const struct lines_cpu *c = &lines_cpus[cpu];
+	uint64_t estimate, uncertainty;
+
+	cpu_mask_set(r->sampled, cpu);
+	if (round_samples[cpu].width_ns < r->narrowest.width_ns)
+		r->narrowest = round_samples[cpu];
+	/* Only from lines that answered until now: a line withdrawn
+	 * meanwhile learns from the others (lines_relearn_rate). */
+	if (!c->withdrawn &&
+	    calib_slope_estimate(&c->calib, &round_samples[cpu], &estimate, &uncertainty) &&
+	    uncertainty < r->best_uncertainty) {
+		r->best_uncertainty = uncertainty;
+		r->shared_mult = estimate;
 	}
-	round_forget_old_samples(sampled);
-	/* Each sample aimed, and the next round as soon as any CPU's line
-	 * needs it (calib_next_interval_ns): every CPU pays its error back over
-	 * the same span. */
-	for (uint32_t cpu = cpu_mask_next(sampled, PLACEMENT_MASK_WORDS, 0); cpu < CPU_MAX_CPUS;
-	     cpu = cpu_mask_next(sampled, PLACEMENT_MASK_WORDS, cpu + 1)) {
+}
+
+/* Visits cpu: pins the thread there and takes its samples (both kinds of
+ * line). False when someone else moved the thread meanwhile: the round
+ * visits no more CPUs. */
+static bool round_visit(struct round_pass *r, uint32_t cpu)
+{
+	uint64_t visit_start;
+	bool taken;
+
+	/* A CPU that was not free lately is left to its validity. The
+	 * thread still rests there too: resting on the other CPUs alone
+	 * (one, on two CPUs) would pin it where a real-time thread that
+	 * takes that CPU later holds it, and no reader moves a thread
+	 * between rounds (placement_rescue frees visits only). */
+	if (round_visit_skipped(cpu, r->start_ns)) {
+		cpu_mask_set(r->resting_cpus, cpu);
+		r->usable++;
+		return true;
+	}
+	visit_start = libc_monotonic_ns();
+	placement_visit_begin(cpu);
+	/* Outside this process's cpuset the kernel refuses the pin:
+	 * no thread of the process can run there either. Moved by
+	 * someone else meanwhile: the mask stays as they set it. */
+	if (!placement_pin(cpu)) {
+		round_visit_end(cpu, visit_start);
+		if (placement_moved())
+			return false;
+		lines_cpu_leaves(cpu);
+		return true;
+	}
+	lines_cpu_allow(cpu);
+	cpu_mask_set(r->usable_cpus, cpu);
+	cpu_mask_set(r->resting_cpus, cpu);
+	r->usable++;
+	taken = round_sample_one(cpu, &round_samples[cpu]);
+	if (taken)
+		raw_lines_visit(&r->raw, cpu, ROUND_SANDWICHES);
+	if (round_visit_end(cpu, visit_start) && taken)
+		round_gather(r, cpu);
+	return true;
+}
+
+/* Aims each sample at the round's narrowest sandwich, within its own
+ * (calib_sample_toward); returns when the next round is due: scheduled_ns,
+ * or as soon as any CPU's line needs it (calib_next_interval_ns), so that
+ * every CPU pays its error back over the same span. */
+static uint64_t round_aim(struct round_pass *r, uint64_t scheduled_ns, bool restart)
+{
+	uint64_t next_interval_ns = scheduled_ns, raw_wanted;
+
+	for (uint32_t cpu = cpu_mask_next(r->sampled, PLACEMENT_MASK_WORDS, 0); cpu < CPU_MAX_CPUS;
+	     cpu = cpu_mask_next(r->sampled, PLACEMENT_MASK_WORDS, cpu + 1)) {
 		uint64_t wanted;
 
 		round_samples[cpu] =
-		    calib_sample_toward(round_samples[cpu], narrowest, shared_mult);
+		    calib_sample_toward(round_samples[cpu], r->narrowest, r->shared_mult);
 		wanted = restart ? CALIB_MIN_INTERVAL_NS
 				 : calib_next_interval_ns(&lines_cpus[cpu].calib,
 							  &round_samples[cpu], scheduled_ns);
 		if (wanted < next_interval_ns)
 			next_interval_ns = wanted;
 	}
-	raw_wanted = raw_lines_aim(&raw, scheduled_ns, restart);
+	raw_wanted = raw_lines_aim(&r->raw, scheduled_ns, restart);
 	if (raw_wanted < next_interval_ns)
 		next_interval_ns = raw_wanted;
-	relaunched = lines_relaunch_if_lapsed();
-	lines_shorten_validity(shared_mult);
-	for (uint32_t cpu = cpu_mask_next(sampled, PLACEMENT_MASK_WORDS, 0); cpu < CPU_MAX_CPUS;
-	     cpu = cpu_mask_next(sampled, PLACEMENT_MASK_WORDS, cpu + 1)) {
+	return next_interval_ns;
+}
+
+/* Draws every sampled CPU's lines (both kinds) and publishes them; the
+ * lines it could not renew are withdrawn. True when the lines had lapsed
+ * before (lines_relaunch_if_lapsed): every line restarted. */
+static bool round_draw(struct round_pass *r, uint64_t next_interval_ns, bool restart)
+{
+	bool relaunched = lines_relaunch_if_lapsed();
+
+	lines_shorten_validity(r->shared_mult);
+	for (uint32_t cpu = cpu_mask_next(r->sampled, PLACEMENT_MASK_WORDS, 0); cpu < CPU_MAX_CPUS;
+	     cpu = cpu_mask_next(r->sampled, PLACEMENT_MASK_WORDS, cpu + 1)) {
 		const struct lines_cpu *c = &lines_cpus[cpu];
 		/* A raw line its readers left (libc answered there) restarts
 		 * on its sample, as the monotonic line does (lines_cpu_update). */
 		bool raw_restart = restart || (c->raw.line.mult != 0 && !raw_lines_cpu_answers(c));
 
-		if (!lines_cpu_update(cpu, &round_samples[cpu], next_interval_ns, shared_mult,
+		if (!lines_cpu_update(cpu, &round_samples[cpu], next_interval_ns, r->shared_mult,
 				      restart))
 			continue;
-		cpu_mask_set(renewed, cpu);
-		raw_lines_update(&raw, cpu, next_interval_ns, raw_restart);
+		cpu_mask_set(r->renewed, cpu);
+		raw_lines_update(&r->raw, cpu, next_interval_ns, raw_restart);
 	}
-	lines_withdraw_unsampled(renewed);
+	lines_withdraw_unsampled(r->renewed);
 	if (restart)
 		debug_log("the counter and the kernel's clock parted between rounds (a suspend, a "
 			  "paused VM): lines restarted at their samples");
-	for (uint32_t cpu = cpu_mask_next(usable_cpus, PLACEMENT_MASK_WORDS, 0); cpu < CPU_MAX_CPUS;
-	     cpu = cpu_mask_next(usable_cpus, PLACEMENT_MASK_WORDS, cpu + 1)) {
+	return relaunched;
+}
+
+/* How many of the CPUs pinned to have a line that answers; *mult: the
+ * last one's slope, *steady: whether each counts toward the clocksource's
+ * probation (round_cpu_steady). */
+static unsigned round_count_lines(const struct round_pass *r, uint64_t *mult, bool *steady)
+{
+	unsigned with_line = 0;
+
+	*mult = 0;
+	*steady = true;
+	for (uint32_t cpu = cpu_mask_next(r->usable_cpus, PLACEMENT_MASK_WORDS, 0);
+	     cpu < CPU_MAX_CPUS;
+	     cpu = cpu_mask_next(r->usable_cpus, PLACEMENT_MASK_WORDS, cpu + 1)) {
 		const struct lines_cpu *c = &lines_cpus[cpu];
 
 		if (lines_cpu_answers(c)) {
 			with_line++;
-			mult = c->calib.slope_mult;
-			steady = steady && round_cpu_steady(c);
+			*mult = c->calib.slope_mult;
+			*steady = *steady && round_cpu_steady(c);
 		}
 	}
-	placement_round_end(home, resting_cpus, usable > 0);
+	return with_line;
+}
+
+/* Ends the round: the thread back where it rests, the lines trusted. */
+static void round_end(const struct round_pass *r, unsigned with_line, uint64_t mult, bool restarted)
+{
+	placement_round_end(r->home, r->resting_cpus, r->usable > 0);
 	/* Readers trust the lines for as long as they stay within the budget
 	 * of the kernel's clock (watch.h), and the watch looks before then;
 	 * after that (a stopped or starved thread, a suspend) they answer with
@@ -238,14 +294,36 @@ struct round_result round_run(uint64_t scheduled_ns, bool restart)
 	if (with_line > 0) {
 		uint64_t tsc = cpu_rdtsc(), now = libc_monotonic_ns();
 
-		lines_trust(tsc, mult, lines_window(tsc, now, NULL, 0), restart || relaunched);
+		lines_trust(tsc, mult, lines_window(tsc, now, NULL, 0), restarted);
 	}
 	lines_set_published(with_line);
 	__atomic_store_n(&round_in_progress, false, __ATOMIC_RELAXED);
+}
+
+/* First every CPU's sample, then the machine's slope from the least
+ * uncertain of them, then every line drawn with it and aimed, within its
+ * own sandwich, at the round's narrowest sandwich (calib.h). */
+struct round_result round_run(uint64_t scheduled_ns, bool restart)
+{
+	struct round_pass r;
+	uint64_t next_interval_ns, mult;
+	unsigned with_line;
+	bool steady, relaunched;
+
+	round_begin(&r);
+	for (uint32_t cpu = cpu_mask_next(r.visit, PLACEMENT_MASK_WORDS, 0); cpu < CPU_MAX_CPUS;
+	     cpu = cpu_mask_next(r.visit, PLACEMENT_MASK_WORDS, cpu + 1))
+		if (!round_visit(&r, cpu))
+			break;
+	round_forget_old_samples(r.sampled);
+	next_interval_ns = round_aim(&r, scheduled_ns, restart);
+	relaunched = round_draw(&r, next_interval_ns, restart);
+	with_line = round_count_lines(&r, &mult, &steady);
+	round_end(&r, with_line, mult, restart || relaunched);
 	return (struct round_result){ .with_line = with_line,
-				      .usable = usable,
+				      .usable = r.usable,
 				      .steady = with_line > 0 && steady,
-				      .narrowest_ns = narrowest.width_ns,
+				      .narrowest_ns = r.narrowest.width_ns,
 				      .next_interval_ns = next_interval_ns };
 }
 
