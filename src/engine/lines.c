@@ -54,7 +54,8 @@ uint64_t lines_valid_until_ns(void)
  * calibration has not been dropped, and it has a line. */
 bool lines_cpu_answers(const struct lines_cpu *c)
 {
-	return c->allowed && !c->dropped && !c->withdrawn && c->calib.line.mult != 0;
+	return c->allowed && !c->dropped && !c->withdrawn[CLOCK_LINES_MONOTONIC] &&
+	       c->calib[CLOCK_LINES_MONOTONIC].line.mult != 0;
 }
 
 unsigned lines_answering(void)
@@ -101,7 +102,7 @@ void lines_note_slope(uint64_t slope, uint64_t now)
  * slew learned only there must still shorten the windows. */
 void lines_note_rate(const struct lines_cpu *c, uint64_t now, bool relearned)
 {
-	uint64_t slope = c->calib.slope_mult;
+	uint64_t slope = c->calib[CLOCK_LINES_MONOTONIC].slope_mult;
 
 	if (slope == 0 || (c->last_outcome != CALIB_CONTINUED && !relearned))
 		return;
@@ -141,7 +142,9 @@ static uint64_t lines_judging_rate(const struct lines_cpu *c, uint64_t kernel_mu
 {
 	if (kernel_mult != 0)
 		return kernel_mult;
-	return c->calib.slope_mult != 0 ? c->calib.slope_mult : c->calib.line.mult;
+	return c->calib[CLOCK_LINES_MONOTONIC].slope_mult != 0
+		   ? c->calib[CLOCK_LINES_MONOTONIC].slope_mult
+		   : c->calib[CLOCK_LINES_MONOTONIC].line.mult;
 }
 
 /* The kernel's clock minus c's line at tsc, as c's last sample and the
@@ -151,7 +154,7 @@ static uint64_t lines_judging_rate(const struct lines_cpu *c, uint64_t kernel_mu
 int64_t lines_predicted_error(const struct lines_cpu *c, uint64_t tsc, uint64_t kernel_mult,
 			      int64_t *drift_ppb)
 {
-	const struct calib_cpu *k = &c->calib;
+	const struct calib_cpu *k = &c->calib[CLOCK_LINES_MONOTONIC];
 	uint64_t slope = lines_judging_rate(c, kernel_mult);
 	int64_t ticks = (int64_t)(tsc - k->anchor.tsc);
 	uint64_t kernel =
@@ -250,7 +253,7 @@ bool lines_relaunch_if_lapsed(void)
 		return false;
 	for (uint32_t cpu = 0; cpu < CPU_MAX_CPUS; cpu++)
 		if (lines_cpu_answers(&lines_cpus[cpu]))
-			lines_cpus[cpu].withdrawn = true;
+			lines_cpus[cpu].withdrawn[CLOCK_LINES_MONOTONIC] = true;
 	debug_log("the lines went stale before this round: restarting them at its samples");
 	return true;
 }
@@ -264,14 +267,14 @@ void lines_withdraw_unsampled(const unsigned long *renewed)
 	for (uint32_t cpu = 0; cpu < CPU_MAX_CPUS; cpu++) {
 		struct lines_cpu *c = &lines_cpus[cpu];
 
-		if (!c->allowed || c->dropped || c->calib.line.mult == 0 ||
+		if (!c->allowed || c->dropped || c->calib[CLOCK_LINES_MONOTONIC].line.mult == 0 ||
 		    cpu_mask_has(renewed, cpu))
 			continue;
-		if (!c->withdrawn)
+		if (!c->withdrawn[CLOCK_LINES_MONOTONIC])
 			debug_log("cpu %u: not sampled this round: answering with libc there "
 				  "until it is",
 				  cpu);
-		c->withdrawn = true;
+		c->withdrawn[CLOCK_LINES_MONOTONIC] = true;
 		table_withdraw(cpu);
 	}
 }
@@ -291,14 +294,15 @@ void lines_cpu_leaves(uint32_t cpu)
 {
 	struct lines_cpu *c = &lines_cpus[cpu];
 
-	if (c->allowed || c->calib.line.mult != 0 || c->raw.line.mult != 0) {
+	if (c->allowed || c->calib[CLOCK_LINES_MONOTONIC].line.mult != 0 ||
+	    c->calib[CLOCK_LINES_RAW].line.mult != 0) {
 		table_withdraw(cpu);
-		calib_cpu_reset(&c->calib);
-		calib_cpu_reset(&c->raw);
-		c->raw_withdrawn = false;
+		calib_cpu_reset(&c->calib[CLOCK_LINES_MONOTONIC]);
+		calib_cpu_reset(&c->calib[CLOCK_LINES_RAW]);
+		c->withdrawn[CLOCK_LINES_RAW] = false;
 		c->failing_since_ns = 0;
 		c->dropped = false;
-		c->withdrawn = false;
+		c->withdrawn[CLOCK_LINES_MONOTONIC] = false;
 		c->unreachable_until_ns = 0;
 		c->unreachable_backoff_ns = 0;
 		c->unreachable_last_ns = 0;
@@ -402,9 +406,10 @@ static bool lines_relearn_rate(struct lines_cpu *c, const struct calib_sample *s
 {
 	uint64_t mult = round_mult, uncertainty;
 
-	if (mult == 0 && !calib_slope_estimate(&c->calib, sample, &mult, &uncertainty))
+	if (mult == 0 &&
+	    !calib_slope_estimate(&c->calib[CLOCK_LINES_MONOTONIC], sample, &mult, &uncertainty))
 		return false;
-	c->calib.slope_mult = mult;
+	c->calib[CLOCK_LINES_MONOTONIC].slope_mult = mult;
 	return true;
 }
 
@@ -417,26 +422,31 @@ bool lines_cpu_update(uint32_t cpu, const struct calib_sample *sample, uint64_t 
 	struct lines_cpu *state = &lines_cpus[cpu];
 	bool relearned = false;
 
-	state->previous_slope_mult = state->calib.slope_mult;
+	state->previous_slope_mult = state->calib[CLOCK_LINES_MONOTONIC].slope_mult;
 	/* A line its readers left (they answer with libc, the kernel's own
 	 * clock) starts again on the sample, where they are, at the rate
 	 * measured since its last sample: lines that lapse round after round
 	 * would otherwise keep a rate the kernel's clock left long ago. */
-	if (!restart && state->withdrawn && state->calib.line.mult != 0)
+	if (!restart && state->withdrawn[CLOCK_LINES_MONOTONIC] &&
+	    state->calib[CLOCK_LINES_MONOTONIC].line.mult != 0)
 		relearned = lines_relearn_rate(state, sample, shared_mult);
-	if (restart || (state->withdrawn && state->calib.line.mult != 0))
-		state->last_outcome = calib_cpu_restart(&state->calib, sample);
-	else
+	if (restart || (state->withdrawn[CLOCK_LINES_MONOTONIC] &&
+			state->calib[CLOCK_LINES_MONOTONIC].line.mult != 0))
 		state->last_outcome =
-		    calib_cpu_update_at(&state->calib, sample, next_interval_ns, shared_mult,
-					cpu_read_stamp(verdict.sample_reading).tsc);
+		    calib_cpu_restart(&state->calib[CLOCK_LINES_MONOTONIC], sample);
+	else
+		state->last_outcome = calib_cpu_update_at(
+		    &state->calib[CLOCK_LINES_MONOTONIC], sample, next_interval_ns, shared_mult,
+		    cpu_read_stamp(verdict.sample_reading).tsc);
 	/* What the watch compares its next look with: the kernel's clock
 	 * minus the line now drawn, at the sample (a line restarted there is
 	 * on it, whatever the old one's error). */
 	state->look_error_ns =
-	    state->calib.line.mult != 0 && state->last_outcome != CALIB_REJECTED
-		? (int64_t)(sample->ns - calib_line_eval(state->calib.line, sample->tsc))
-		: state->calib.last_error_ns;
+	    state->calib[CLOCK_LINES_MONOTONIC].line.mult != 0 &&
+		    state->last_outcome != CALIB_REJECTED
+		? (int64_t)(sample->ns -
+			    calib_line_eval(state->calib[CLOCK_LINES_MONOTONIC].line, sample->tsc))
+		: state->calib[CLOCK_LINES_MONOTONIC].last_error_ns;
 	state->look_mono_ns = sample->ns;
 	state->last_sample_mono_ns = sample->ns;
 	state->last_width_ns = sample->width_ns;
@@ -449,15 +459,16 @@ bool lines_cpu_update(uint32_t cpu, const struct calib_sample *sample, uint64_t 
 	state->failing_since_ns = 0;
 	state->dropped = false;
 	lines_note_rate(state, sample->ns, relearned);
-	if (state->calib.line.mult != 0) {
-		state->withdrawn = false;
-		table_publish(cpu, state->calib.line);
+	if (state->calib[CLOCK_LINES_MONOTONIC].line.mult != 0) {
+		state->withdrawn[CLOCK_LINES_MONOTONIC] = false;
+		table_publish(cpu, state->calib[CLOCK_LINES_MONOTONIC].line);
 	}
 	if (state->last_outcome != CALIB_NEED_MORE)
 		debug_log("cpu %u: %s, %.6f ns/tick, error %+lld ns, sandwich %llu ns", cpu,
 			  lines_outcome_name(state->last_outcome),
-			  (double)state->calib.line.mult / 18446744073709551616.0,
-			  (long long)state->calib.last_error_ns,
+			  (double)state->calib[CLOCK_LINES_MONOTONIC].line.mult /
+			      18446744073709551616.0,
+			  (long long)state->calib[CLOCK_LINES_MONOTONIC].last_error_ns,
 			  (unsigned long long)sample->width_ns);
 	return true;
 }
@@ -468,8 +479,8 @@ void lines_restart_calibrations(void)
 {
 	for (uint32_t cpu = 0; cpu < CPU_MAX_CPUS; cpu++)
 		if (lines_cpus[cpu].allowed) {
-			calib_cpu_reset(&lines_cpus[cpu].calib);
-			calib_cpu_reset(&lines_cpus[cpu].raw);
+			calib_cpu_reset(&lines_cpus[cpu].calib[CLOCK_LINES_MONOTONIC]);
+			calib_cpu_reset(&lines_cpus[cpu].calib[CLOCK_LINES_RAW]);
 		}
 }
 
@@ -491,7 +502,7 @@ void lines_cpu_note_look(uint32_t cpu, int64_t error_ns, uint64_t mono_ns)
  * libc there until a sample restarts it. */
 void lines_raw_withdraw(uint32_t cpu)
 {
-	lines_cpus[cpu].raw_withdrawn = true;
+	lines_cpus[cpu].withdrawn[CLOCK_LINES_RAW] = true;
 	table_withdraw_raw(cpu);
 }
 
@@ -505,18 +516,20 @@ void lines_raw_update(uint32_t cpu, const struct calib_sample *sample, uint64_t 
 	enum calib_outcome outcome;
 
 	if (restart)
-		outcome = calib_cpu_restart(&c->raw, sample);
+		outcome = calib_cpu_restart(&c->calib[CLOCK_LINES_RAW], sample);
 	else
-		outcome = calib_cpu_update_at(&c->raw, sample, next_interval_ns, shared_mult,
-					      cpu_read_stamp(verdict.sample_reading).tsc);
-	if (outcome == CALIB_REJECTED || c->raw.line.mult == 0) {
+		outcome =
+		    calib_cpu_update_at(&c->calib[CLOCK_LINES_RAW], sample, next_interval_ns,
+					shared_mult, cpu_read_stamp(verdict.sample_reading).tsc);
+	if (outcome == CALIB_REJECTED || c->calib[CLOCK_LINES_RAW].line.mult == 0) {
 		lines_raw_withdraw(cpu);
 		return;
 	}
 	if (outcome != CALIB_CONTINUED)
 		debug_log("cpu %u: CLOCK_MONOTONIC_RAW line %s, error %+lld ns, sandwich %llu ns",
 			  cpu, outcome == CALIB_FIRST_LINE ? "first" : "restarted",
-			  (long long)c->raw.last_error_ns, (unsigned long long)sample->width_ns);
-	c->raw_withdrawn = false;
-	table_publish_raw(cpu, c->raw.line);
+			  (long long)c->calib[CLOCK_LINES_RAW].last_error_ns,
+			  (unsigned long long)sample->width_ns);
+	c->withdrawn[CLOCK_LINES_RAW] = false;
+	table_publish_raw(cpu, c->calib[CLOCK_LINES_RAW].line);
 }

@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "calib.h"
+#include "clock_table.h"
 #include "cpu.h"
 
 /* A CPU whose calibration keeps failing this long answers with libc. */
@@ -32,7 +33,10 @@ struct lines_cpu {
 	 * lines_cpu_allow and lines_cpu_leaves only (lines.c keeps a mask) */
 	bool allowed;
 	bool dropped; /* failed too long: answering with libc */
-	struct calib_cpu calib;
+	/* Each kind of line here (enum clock_lines): CLOCK_MONOTONIC's, which
+	 * answer the clocks the table offsets from it, and CLOCK_MONOTONIC_RAW's
+	 * own (raw_lines.h). */
+	struct calib_cpu calib[CLOCK_LINES_COUNT];
 	enum calib_outcome last_outcome;
 	uint64_t last_sample_mono_ns;
 	uint64_t last_width_ns;	      /* the last sample's sandwich */
@@ -44,10 +48,11 @@ struct lines_cpu {
 	int64_t look_error_ns;
 	uint64_t look_mono_ns;
 	uint32_t node;
-	/* The line was taken from readers (a round could not sample it, or
-	 * it lapsed): they answer with libc, and the next sample restarts it
-	 * there (lines_withdraw_unsampled). */
-	bool withdrawn;
+	/* Each kind's line was taken from readers: they answer with libc, and
+	 * the next sample restarts it there. The monotonic line when a round
+	 * could not sample it, or it lapsed (lines_withdraw_unsampled); the raw
+	 * one when its sample failed, or a look found it off. */
+	bool withdrawn[CLOCK_LINES_COUNT];
 	/* A CPU the thread could not run on soon after pinning to it (a
 	 * real-time thread owns it): rounds skip it until then, and wait
 	 * twice as long after each such visit (lines_cpu_note_visit), until the CPU has
@@ -56,11 +61,6 @@ struct lines_cpu {
 	uint64_t unreachable_until_ns;
 	uint64_t unreachable_backoff_ns;
 	uint64_t unreachable_last_ns;
-	/* CLOCK_MONOTONIC_RAW's line here (raw_lines.h): its calibration,
-	 * and whether it was taken from readers (its sample failed, or a
-	 * look found it off); it restarts at its next sample then. */
-	struct calib_cpu raw;
-	bool raw_withdrawn;
 };
 
 extern struct lines_cpu lines_cpus[CPU_MAX_CPUS];

@@ -57,7 +57,9 @@ static bool look_sample(struct calib_sample *best, uint32_t *cpu_out)
 static void look_note_seen_move(const struct lines_cpu *c, const struct calib_sample *sample,
 				int64_t error)
 {
-	uint64_t slope = c->calib.slope_mult != 0 ? c->calib.slope_mult : c->calib.line.mult;
+	uint64_t slope = c->calib[CLOCK_LINES_MONOTONIC].slope_mult != 0
+			     ? c->calib[CLOCK_LINES_MONOTONIC].slope_mult
+			     : c->calib[CLOCK_LINES_MONOTONIC].line.mult;
 	uint64_t span, magnitude, noise, ppm, delta;
 	int64_t drift, moved;
 
@@ -98,7 +100,7 @@ static bool look_renew(const struct lines_cpu *c, const struct calib_sample *sam
 	window = lines_window(sample->tsc, sample->ns, c, deviation);
 	if (window == 0)
 		return false;
-	lines_trust(sample->tsc, c->calib.line.mult, window, false);
+	lines_trust(sample->tsc, c->calib[CLOCK_LINES_MONOTONIC].line.mult, window, false);
 	return true;
 }
 
@@ -114,7 +116,7 @@ enum look_verdict look_once(void)
 		offsets_renew(true);
 		return lines_published() > 0 ? LOOK_ROUND_DUE : LOOK_RENEWED;
 	}
-	line = lines_cpus[cpu].calib.line;
+	line = lines_cpus[cpu].calib[CLOCK_LINES_MONOTONIC].line;
 	c = &lines_cpus[cpu];
 	error = watch_line_error(line, &sample);
 	if (watch_parted(c->look_error_ns, c->look_mono_ns, error, sample.ns, sample.width_ns)) {

@@ -23,7 +23,8 @@ void raw_lines_round_begin(struct raw_lines_round *round)
 
 bool raw_lines_cpu_answers(const struct lines_cpu *c)
 {
-	return lines_cpu_answers(c) && !c->raw_withdrawn && c->raw.line.mult != 0;
+	return lines_cpu_answers(c) && !c->withdrawn[CLOCK_LINES_RAW] &&
+	       c->calib[CLOCK_LINES_RAW].line.mult != 0;
 }
 
 void raw_lines_visit(struct raw_lines_round *round, uint32_t cpu, unsigned n)
@@ -41,7 +42,7 @@ void raw_lines_visit(struct raw_lines_round *round, uint32_t cpu, unsigned n)
 	/* The machine's slope from lines that answered until now, as for
 	 * the monotonic lines (round.c). */
 	if (raw_lines_cpu_answers(c) &&
-	    calib_slope_estimate(&c->raw, sample, &estimate, &uncertainty) &&
+	    calib_slope_estimate(&c->calib[CLOCK_LINES_RAW], sample, &estimate, &uncertainty) &&
 	    uncertainty < round->best_uncertainty) {
 		round->best_uncertainty = uncertainty;
 		round->shared_mult = estimate;
@@ -60,7 +61,7 @@ uint64_t raw_lines_aim(struct raw_lines_round *round, uint64_t scheduled_ns, boo
 		raw_lines_samples[cpu] = calib_sample_toward(raw_lines_samples[cpu],
 							     round->narrowest, round->shared_mult);
 		wanted = restart ? CALIB_MIN_INTERVAL_NS
-				 : calib_next_interval_ns(&lines_cpus[cpu].raw,
+				 : calib_next_interval_ns(&lines_cpus[cpu].calib[CLOCK_LINES_RAW],
 							  &raw_lines_samples[cpu], scheduled_ns);
 		if (wanted < next_interval_ns)
 			next_interval_ns = wanted;
@@ -103,14 +104,14 @@ bool raw_lines_look(uint32_t cpu, unsigned n)
 
 	if (!raw_lines_cpu_answers(c) ||
 	    !sandwich_narrowest_on(CLOCK_MONOTONIC_RAW, cpu, n, &sample, &node) ||
-	    watch_line_holds(c->raw.line, &sample, WATCH_LINE_TOLERANCE_NS))
+	    watch_line_holds(c->calib[CLOCK_LINES_RAW].line, &sample, WATCH_LINE_TOLERANCE_NS))
 		return true;
 	debug_log("watch: cpu %u's CLOCK_MONOTONIC_RAW line is %+lld ns from the kernel's "
 		  "(sandwich %llu ns): raw lines withdrawn until the next round",
-		  cpu, (long long)watch_line_error(c->raw.line, &sample),
+		  cpu, (long long)watch_line_error(c->calib[CLOCK_LINES_RAW].line, &sample),
 		  (unsigned long long)sample.width_ns);
 	for (uint32_t other = 0; other < CPU_MAX_CPUS; other++)
-		if (lines_cpus[other].raw.line.mult != 0)
+		if (lines_cpus[other].calib[CLOCK_LINES_RAW].line.mult != 0)
 			lines_raw_withdraw(other);
 	return false;
 }

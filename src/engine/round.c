@@ -103,8 +103,9 @@ static void round_forget_old_samples(unsigned long *sampled)
 static bool round_cpu_steady(const struct lines_cpu *c)
 {
 	return c->last_outcome == CALIB_CONTINUED &&
-	       evidence_cpu_steady(c->calib.last_error_ns, c->last_width_ns, c->previous_slope_mult,
-				   c->calib.slope_mult);
+	       evidence_cpu_steady(c->calib[CLOCK_LINES_MONOTONIC].last_error_ns, c->last_width_ns,
+				   c->previous_slope_mult,
+				   c->calib[CLOCK_LINES_MONOTONIC].slope_mult);
 }
 
 /* What a round gathers as it goes, from its visits to its published lines. */
@@ -155,8 +156,9 @@ static void round_gather(struct round_pass *r, uint32_t cpu)
 		r->narrowest = round_samples[cpu];
 	/* Only from lines that answered until now: a line withdrawn
 	 * meanwhile learns from the others (lines_relearn_rate). */
-	if (!c->withdrawn &&
-	    calib_slope_estimate(&c->calib, &round_samples[cpu], &estimate, &uncertainty) &&
+	if (!c->withdrawn[CLOCK_LINES_MONOTONIC] &&
+	    calib_slope_estimate(&c->calib[CLOCK_LINES_MONOTONIC], &round_samples[cpu], &estimate,
+				 &uncertainty) &&
 	    uncertainty < r->best_uncertainty) {
 		r->best_uncertainty = uncertainty;
 		r->shared_mult = estimate;
@@ -219,9 +221,10 @@ static uint64_t round_aim(struct round_pass *r, uint64_t scheduled_ns, bool rest
 
 		round_samples[cpu] =
 		    calib_sample_toward(round_samples[cpu], r->narrowest, r->shared_mult);
-		wanted = restart ? CALIB_MIN_INTERVAL_NS
-				 : calib_next_interval_ns(&lines_cpus[cpu].calib,
-							  &round_samples[cpu], scheduled_ns);
+		wanted = restart
+			     ? CALIB_MIN_INTERVAL_NS
+			     : calib_next_interval_ns(&lines_cpus[cpu].calib[CLOCK_LINES_MONOTONIC],
+						      &round_samples[cpu], scheduled_ns);
 		if (wanted < next_interval_ns)
 			next_interval_ns = wanted;
 	}
@@ -244,7 +247,8 @@ static bool round_draw(struct round_pass *r, uint64_t next_interval_ns, bool res
 		const struct lines_cpu *c = &lines_cpus[cpu];
 		/* A raw line its readers left (libc answered there) restarts
 		 * on its sample, as the monotonic line does (lines_cpu_update). */
-		bool raw_restart = restart || (c->raw.line.mult != 0 && !raw_lines_cpu_answers(c));
+		bool raw_restart = restart || (c->calib[CLOCK_LINES_RAW].line.mult != 0 &&
+					       !raw_lines_cpu_answers(c));
 
 		if (!lines_cpu_update(cpu, &round_samples[cpu], next_interval_ns, r->shared_mult,
 				      restart))
@@ -275,7 +279,7 @@ static unsigned round_count_lines(const struct round_pass *r, uint64_t *mult, bo
 
 		if (lines_cpu_answers(c)) {
 			with_line++;
-			*mult = c->calib.slope_mult;
+			*mult = c->calib[CLOCK_LINES_MONOTONIC].slope_mult;
 			*steady = *steady && round_cpu_steady(c);
 		}
 	}
@@ -352,11 +356,11 @@ uint64_t round_next_deadline(uint64_t scheduled_ns)
 		if (c->unreachable_backoff_ns != 0 && !lines_cpu_answers(c) &&
 		    c->unreachable_until_ns > now && c->unreachable_until_ns < deadline)
 			deadline = c->unreachable_until_ns;
-		due = calib_first_line_due_ns(&c->calib);
+		due = calib_first_line_due_ns(&c->calib[CLOCK_LINES_MONOTONIC]);
 		if (due == 0)
 			continue;
 		/* A tenth more, as the next sandwich may be a little wider. */
-		due += (due - c->calib.anchor.ns) / 10;
+		due += (due - c->calib[CLOCK_LINES_MONOTONIC].anchor.ns) / 10;
 		if (due < deadline)
 			deadline = due;
 	}

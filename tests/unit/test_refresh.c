@@ -163,9 +163,9 @@ START_TEST(test_refresh_wakes_for_first_line)
 	memset(lines_cpus, 0, sizeof lines_cpus);
 	ck_assert_uint_eq(round_next_deadline(scheduled), scheduled);
 	c->allowed = true;
-	c->calib.has_anchor = true;
-	c->calib.anchor.ns = anchor_ns;
-	c->calib.anchor.width_ns = 1200;
+	c->calib[CLOCK_LINES_MONOTONIC].has_anchor = true;
+	c->calib[CLOCK_LINES_MONOTONIC].anchor.ns = anchor_ns;
+	c->calib[CLOCK_LINES_MONOTONIC].anchor.width_ns = 1200;
 	ck_assert_uint_eq(round_next_deadline(scheduled), due);
 	ck_assert_uint_eq(round_next_deadline(anchor_ns + 100000000), anchor_ns + 100000000);
 	c->dropped = true;
@@ -174,7 +174,7 @@ START_TEST(test_refresh_wakes_for_first_line)
 	c->allowed = false;
 	ck_assert_uint_eq(round_next_deadline(scheduled), scheduled);
 	c->allowed = true;
-	c->calib.line.mult = 1ull << 63;
+	c->calib[CLOCK_LINES_MONOTONIC].line.mult = 1ull << 63;
 	ck_assert_uint_eq(round_next_deadline(scheduled), scheduled);
 	memset(lines_cpus, 0, sizeof lines_cpus);
 }
@@ -191,7 +191,7 @@ START_TEST(test_refresh_window_walks_every_line)
 	memset(lines_cpus, 0, sizeof lines_cpus);
 	ck_assert_uint_eq(lines_window(0, 0, NULL, 0), WATCH_VALID_NS);
 	lines_cpu_allow(last);
-	lines_cpus[last].calib.line.mult = 1ull << 63;
+	lines_cpus[last].calib[CLOCK_LINES_MONOTONIC].line.mult = 1ull << 63;
 	lines_cpus[last].last_width_ns = WATCH_LINE_BUDGET_NS;
 	ck_assert_uint_eq(lines_window(0, 0, NULL, 0), 0);
 	lines_cpu_leaves(last);
@@ -213,15 +213,15 @@ START_TEST(test_refresh_wakes_when_skip_ends)
 
 	memset(lines_cpus, 0, sizeof lines_cpus);
 	c->allowed = true;
-	c->withdrawn = true;
-	c->calib.line.mult = 1ull << 63;
+	c->withdrawn[CLOCK_LINES_MONOTONIC] = true;
+	c->calib[CLOCK_LINES_MONOTONIC].line.mult = 1ull << 63;
 	c->unreachable_backoff_ns = 1000000000ull;
 	c->unreachable_until_ns = skip_end;
 	ck_assert_uint_eq(round_next_deadline(scheduled), skip_end);
 	ck_assert_uint_eq(round_next_deadline(now + 500000000ull), now + 500000000ull);
-	c->withdrawn = false;
+	c->withdrawn[CLOCK_LINES_MONOTONIC] = false;
 	ck_assert_uint_eq(round_next_deadline(scheduled), scheduled);
-	c->withdrawn = true;
+	c->withdrawn[CLOCK_LINES_MONOTONIC] = true;
 	c->unreachable_until_ns = now - 1;
 	ck_assert_uint_eq(round_next_deadline(scheduled), scheduled);
 	c->unreachable_until_ns = skip_end;
