@@ -58,6 +58,11 @@ bool lines_cpu_answers(const struct lines_cpu *c)
 	       c->calib[CLOCK_LINES_MONOTONIC].line.mult != 0;
 }
 
+bool lines_kind_answers(const struct lines_cpu *c, enum clock_lines kind)
+{
+	return lines_cpu_answers(c) && !c->withdrawn[kind] && c->calib[kind].line.mult != 0;
+}
+
 unsigned lines_answering(void)
 {
 	unsigned count = 0;
@@ -413,43 +418,81 @@ static bool lines_relearn_rate(struct lines_cpu *c, const struct calib_sample *s
 	return true;
 }
 
-/* Moves cpu's line on to its sample, drawn with the machine's slope, from
- * where its readers are now; or, after a discontinuity the watch saw, steps
- * it onto the sample. */
-bool lines_cpu_update(uint32_t cpu, const struct calib_sample *sample, uint64_t next_interval_ns,
-		      uint64_t shared_mult, bool restart)
+/* Whether cpu's line of kind is one its readers left (they answer with
+ * libc there): it restarts on its next sample. A monotonic line while
+ * withdrawn; a raw line whenever it does not answer, which it does not
+ * where the CPU's monotonic line does not either. */
+bool lines_cpu_left(uint32_t cpu, enum clock_lines kind)
+{
+	const struct lines_cpu *c = &lines_cpus[cpu];
+
+	if (c->calib[kind].line.mult == 0)
+		return false;
+	return kind == CLOCK_LINES_MONOTONIC ? c->withdrawn[kind] : !lines_kind_answers(c, kind);
+}
+
+/* Draws cpu's line of kind on sample: stepped onto it (restart), or moved
+ * on toward it with the machine's slope (shared_mult) from where its
+ * readers are when it is published (calib_cpu_update_at). */
+static enum calib_outcome lines_draw(uint32_t cpu, enum clock_lines kind,
+				     const struct calib_sample *sample, uint64_t next_interval_ns,
+				     uint64_t shared_mult, bool restart)
+{
+	struct calib_cpu *k = &lines_cpus[cpu].calib[kind];
+
+	if (restart)
+		return calib_cpu_restart(k, sample);
+	return calib_cpu_update_at(k, sample, next_interval_ns, shared_mult,
+				   cpu_read_stamp(verdict.sample_reading).tsc);
+}
+
+/* Hands cpu's line of kind to its readers (table.h). */
+static void lines_publish(uint32_t cpu, enum clock_lines kind)
+{
+	struct lines_cpu *c = &lines_cpus[cpu];
+
+	c->withdrawn[kind] = false;
+	if (kind == CLOCK_LINES_RAW)
+		table_publish_raw(cpu, c->calib[kind].line);
+	else
+		table_publish(cpu, c->calib[kind].line);
+}
+
+/* Notes what the watch compares its next look with, after cpu's monotonic
+ * line was drawn on sample: the kernel's clock minus the line now drawn, at
+ * the sample (a line restarted there is on it, whatever the old one's
+ * error). */
+static void lines_note_sample(struct lines_cpu *state, const struct calib_sample *sample)
+{
+	const struct calib_cpu *k = &state->calib[CLOCK_LINES_MONOTONIC];
+
+	state->look_error_ns = k->line.mult != 0 && state->last_outcome != CALIB_REJECTED
+				   ? (int64_t)(sample->ns - calib_line_eval(k->line, sample->tsc))
+				   : k->last_error_ns;
+	state->look_mono_ns = sample->ns;
+	state->last_sample_mono_ns = sample->ns;
+	state->last_width_ns = sample->width_ns;
+}
+
+/* Moves cpu's monotonic line on to its sample (lines_cpu_update). */
+static bool lines_monotonic_update(uint32_t cpu, const struct calib_sample *sample,
+				   uint64_t next_interval_ns, uint64_t shared_mult, bool restart,
+				   bool left)
 {
 	struct lines_cpu *state = &lines_cpus[cpu];
+	const struct calib_cpu *k = &state->calib[CLOCK_LINES_MONOTONIC];
 	bool relearned = false;
 
-	state->previous_slope_mult = state->calib[CLOCK_LINES_MONOTONIC].slope_mult;
+	state->previous_slope_mult = k->slope_mult;
 	/* A line its readers left (they answer with libc, the kernel's own
 	 * clock) starts again on the sample, where they are, at the rate
 	 * measured since its last sample: lines that lapse round after round
 	 * would otherwise keep a rate the kernel's clock left long ago. */
-	if (!restart && state->withdrawn[CLOCK_LINES_MONOTONIC] &&
-	    state->calib[CLOCK_LINES_MONOTONIC].line.mult != 0)
+	if (!restart && left)
 		relearned = lines_relearn_rate(state, sample, shared_mult);
-	if (restart || (state->withdrawn[CLOCK_LINES_MONOTONIC] &&
-			state->calib[CLOCK_LINES_MONOTONIC].line.mult != 0))
-		state->last_outcome =
-		    calib_cpu_restart(&state->calib[CLOCK_LINES_MONOTONIC], sample);
-	else
-		state->last_outcome = calib_cpu_update_at(
-		    &state->calib[CLOCK_LINES_MONOTONIC], sample, next_interval_ns, shared_mult,
-		    cpu_read_stamp(verdict.sample_reading).tsc);
-	/* What the watch compares its next look with: the kernel's clock
-	 * minus the line now drawn, at the sample (a line restarted there is
-	 * on it, whatever the old one's error). */
-	state->look_error_ns =
-	    state->calib[CLOCK_LINES_MONOTONIC].line.mult != 0 &&
-		    state->last_outcome != CALIB_REJECTED
-		? (int64_t)(sample->ns -
-			    calib_line_eval(state->calib[CLOCK_LINES_MONOTONIC].line, sample->tsc))
-		: state->calib[CLOCK_LINES_MONOTONIC].last_error_ns;
-	state->look_mono_ns = sample->ns;
-	state->last_sample_mono_ns = sample->ns;
-	state->last_width_ns = sample->width_ns;
+	state->last_outcome = lines_draw(cpu, CLOCK_LINES_MONOTONIC, sample, next_interval_ns,
+					 shared_mult, restart || left);
+	lines_note_sample(state, sample);
 	if (state->last_outcome == CALIB_REJECTED) {
 		lines_cpu_failed(cpu, libc_monotonic_ns());
 		debug_log("cpu %u: sample rejected (sandwich %llu ns)", cpu,
@@ -459,17 +502,13 @@ bool lines_cpu_update(uint32_t cpu, const struct calib_sample *sample, uint64_t 
 	state->failing_since_ns = 0;
 	state->dropped = false;
 	lines_note_rate(state, sample->ns, relearned);
-	if (state->calib[CLOCK_LINES_MONOTONIC].line.mult != 0) {
-		state->withdrawn[CLOCK_LINES_MONOTONIC] = false;
-		table_publish(cpu, state->calib[CLOCK_LINES_MONOTONIC].line);
-	}
+	if (k->line.mult != 0)
+		lines_publish(cpu, CLOCK_LINES_MONOTONIC);
 	if (state->last_outcome != CALIB_NEED_MORE)
 		debug_log("cpu %u: %s, %.6f ns/tick, error %+lld ns, sandwich %llu ns", cpu,
 			  lines_outcome_name(state->last_outcome),
-			  (double)state->calib[CLOCK_LINES_MONOTONIC].line.mult /
-			      18446744073709551616.0,
-			  (long long)state->calib[CLOCK_LINES_MONOTONIC].last_error_ns,
-			  (unsigned long long)sample->width_ns);
+			  (double)k->line.mult / 18446744073709551616.0,
+			  (long long)k->last_error_ns, (unsigned long long)sample->width_ns);
 	return true;
 }
 
@@ -506,30 +545,32 @@ void lines_raw_withdraw(uint32_t cpu)
 	table_withdraw_raw(cpu);
 }
 
-/* Moves cpu's raw line on to its sample, or restarts it there, and
- * publishes it; withdraws it where the sample was rejected or it has no
- * line yet. */
-void lines_raw_update(uint32_t cpu, const struct calib_sample *sample, uint64_t next_interval_ns,
-		      uint64_t shared_mult, bool restart)
+/* Moves cpu's raw line on to its sample (lines_cpu_update); withdraws it
+ * where the sample was rejected or it has no line yet. */
+static bool lines_raw_update(uint32_t cpu, const struct calib_sample *sample,
+			     uint64_t next_interval_ns, uint64_t shared_mult, bool restart)
 {
-	struct lines_cpu *c = &lines_cpus[cpu];
-	enum calib_outcome outcome;
+	const struct calib_cpu *k = &lines_cpus[cpu].calib[CLOCK_LINES_RAW];
+	enum calib_outcome outcome =
+	    lines_draw(cpu, CLOCK_LINES_RAW, sample, next_interval_ns, shared_mult, restart);
 
-	if (restart)
-		outcome = calib_cpu_restart(&c->calib[CLOCK_LINES_RAW], sample);
-	else
-		outcome =
-		    calib_cpu_update_at(&c->calib[CLOCK_LINES_RAW], sample, next_interval_ns,
-					shared_mult, cpu_read_stamp(verdict.sample_reading).tsc);
-	if (outcome == CALIB_REJECTED || c->calib[CLOCK_LINES_RAW].line.mult == 0) {
+	if (outcome == CALIB_REJECTED || k->line.mult == 0) {
 		lines_raw_withdraw(cpu);
-		return;
+		return false;
 	}
 	if (outcome != CALIB_CONTINUED)
 		debug_log("cpu %u: CLOCK_MONOTONIC_RAW line %s, error %+lld ns, sandwich %llu ns",
 			  cpu, outcome == CALIB_FIRST_LINE ? "first" : "restarted",
-			  (long long)c->calib[CLOCK_LINES_RAW].last_error_ns,
-			  (unsigned long long)sample->width_ns);
-	c->withdrawn[CLOCK_LINES_RAW] = false;
-	table_publish_raw(cpu, c->calib[CLOCK_LINES_RAW].line);
+			  (long long)k->last_error_ns, (unsigned long long)sample->width_ns);
+	lines_publish(cpu, CLOCK_LINES_RAW);
+	return true;
+}
+
+bool lines_cpu_update(uint32_t cpu, enum clock_lines kind, const struct calib_sample *sample,
+		      uint64_t next_interval_ns, uint64_t shared_mult, bool restart, bool left)
+{
+	if (kind == CLOCK_LINES_RAW)
+		return lines_raw_update(cpu, sample, next_interval_ns, shared_mult,
+					restart || left);
+	return lines_monotonic_update(cpu, sample, next_interval_ns, shared_mult, restart, left);
 }

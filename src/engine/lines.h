@@ -68,6 +68,9 @@ extern struct lines_cpu lines_cpus[CPU_MAX_CPUS];
 /* Whether c's line answers readers: the thread could run there, its
  * calibration has not been dropped or withdrawn, and it has a line. */
 bool lines_cpu_answers(const struct lines_cpu *c);
+/* Whether c's line of kind answers readers: c's monotonic line answers
+ * (lines_cpu_answers), and its line of kind is drawn and not withdrawn. */
+bool lines_kind_answers(const struct lines_cpu *c, enum clock_lines kind);
 /* How many CPUs have a line that answers. */
 unsigned lines_answering(void);
 /* Notes that cpu's calibration failed at now (monotonic ns); once it has
@@ -129,11 +132,16 @@ uint64_t lines_cpu_note_visit(uint32_t cpu, bool was_free, uint64_t now);
 /* Whether a visit waited (lines_cpu_note_visit) within LINES_UNREACHABLE_FORGET_NS
  * of now: a real-time thread took a CPU lately. Any thread may ask. */
 bool lines_visits_waited_lately(uint64_t now);
-/* Moves cpu's line on to its sample, drawn with the machine's slope
- * (shared_mult) toward next_interval_ns, from where its readers are now;
- * restart: steps it onto the sample. False when the sample was rejected. */
-bool lines_cpu_update(uint32_t cpu, const struct calib_sample *sample, uint64_t next_interval_ns,
-		      uint64_t shared_mult, bool restart);
+/* Whether cpu's line of kind is one its readers left: it restarts on its
+ * next sample (lines_cpu_update's left, asked before either line moves). */
+bool lines_cpu_left(uint32_t cpu, enum clock_lines kind);
+/* Moves cpu's line of kind on to its sample, drawn with the machine's
+ * slope for that kind (shared_mult) toward next_interval_ns, from where its
+ * readers are now, and publishes it; restart (a discontinuity) or left
+ * (lines_cpu_left): steps it onto the sample. False when it was not
+ * renewed (the sample rejected; a raw line without a line yet, withdrawn). */
+bool lines_cpu_update(uint32_t cpu, enum clock_lines kind, const struct calib_sample *sample,
+		      uint64_t next_interval_ns, uint64_t shared_mult, bool restart, bool left);
 /* Starts every visited CPU's calibrations over (both kinds of line), in a
  * fork child of a round that may have left them half-written. */
 void lines_restart_calibrations(void);
@@ -142,11 +150,6 @@ void lines_cpu_set_node(uint32_t cpu, uint32_t node);
 /* Notes what a look found on cpu's line: the kernel's clock minus the line
  * (error_ns) at mono_ns, which the next look compares with. */
 void lines_cpu_note_look(uint32_t cpu, int64_t error_ns, uint64_t mono_ns);
-/* Moves cpu's CLOCK_MONOTONIC_RAW line on to its sample (raw_lines_update)
- * and publishes it, or withdraws it where the sample was rejected or it has
- * no line yet. */
-void lines_raw_update(uint32_t cpu, const struct calib_sample *sample, uint64_t next_interval_ns,
-		      uint64_t shared_mult, bool restart);
 /* Takes cpu's CLOCK_MONOTONIC_RAW line from readers (raw_lines.h). */
 void lines_raw_withdraw(uint32_t cpu);
 

@@ -20,9 +20,14 @@
 #include "start_data.h"
 #include "table.h"
 
-/* One round's samples, taken before any line moves (too large for the
- * thread's stack on machines with thousands of CPUs). */
-static struct calib_sample round_samples[CPU_MAX_CPUS];
+/* One round's samples of each kind of line, taken before any line moves
+ * (too large for the thread's stack on machines with thousands of CPUs). */
+static struct calib_sample round_samples[CLOCK_LINES_COUNT][CPU_MAX_CPUS];
+/* The kernel's clock each kind of line follows. */
+static const clockid_t round_clocks[CLOCK_LINES_COUNT] = {
+	[CLOCK_LINES_MONOTONIC] = CLOCK_MONOTONIC,
+	[CLOCK_LINES_RAW] = CLOCK_MONOTONIC_RAW,
+};
 /* Set while a round runs: a fork child of a round resets what it touched.
  * Every fork child reads it. */
 static bool round_in_progress START_DATA;
@@ -44,13 +49,21 @@ uint64_t round_interval_after(unsigned round, uint64_t configured_ns)
 	return interval < configured_ns ? interval : configured_ns;
 }
 
-/* Takes this round's sample on cpu, pinned there; false (and the failure
- * noted) when none could be taken. */
-static bool round_sample_one(uint32_t cpu, struct calib_sample *sample)
+/* Takes this round's sample of kind's clock on cpu, pinned there; false
+ * when none could be taken. */
+static bool round_sample(uint32_t cpu, enum clock_lines kind, uint32_t *node)
+{
+	return sandwich_narrowest_on(round_clocks[kind], cpu, ROUND_SANDWICHES,
+				     &round_samples[kind][cpu], node);
+}
+
+/* Takes this round's monotonic sample on cpu, pinned there; false (and
+ * the failure noted) when none could be taken. */
+static bool round_sample_one(uint32_t cpu)
 {
 	uint32_t node;
 
-	if (!sandwich_narrowest_on(CLOCK_MONOTONIC, cpu, ROUND_SANDWICHES, sample, &node)) {
+	if (!round_sample(cpu, CLOCK_LINES_MONOTONIC, &node)) {
 		lines_cpu_failed(cpu, libc_monotonic_ns());
 		return false;
 	}
@@ -95,7 +108,7 @@ static void round_forget_old_samples(unsigned long *sampled)
 
 	for (uint32_t cpu = cpu_mask_next(sampled, PLACEMENT_MASK_WORDS, 0); cpu < CPU_MAX_CPUS;
 	     cpu = cpu_mask_next(sampled, PLACEMENT_MASK_WORDS, cpu + 1))
-		if (now - round_samples[cpu].ns > PLACEMENT_VISIT_MAX_NS)
+		if (now - round_samples[CLOCK_LINES_MONOTONIC][cpu].ns > PLACEMENT_VISIT_MAX_NS)
 			cpu_mask_clear(sampled, cpu);
 }
 
@@ -108,18 +121,24 @@ static bool round_cpu_steady(const struct lines_cpu *c)
 				   c->calib[CLOCK_LINES_MONOTONIC].slope_mult);
 }
 
+/* What a round gathers of one kind of line. */
+struct round_kind {
+	unsigned long sampled[PLACEMENT_MASK_WORDS]; /* the CPUs with a sample */
+	struct calib_sample narrowest;
+	/* The machine's slope this round, from the least uncertain estimate;
+	 * 0: none. */
+	uint64_t shared_mult, best_uncertainty;
+};
+
 /* What a round gathers as it goes, from its visits to its published lines. */
 struct round_pass {
 	/* The CPUs to visit, and where the thread rests after the round. */
 	unsigned long visit[PLACEMENT_MASK_WORDS], home[PLACEMENT_MASK_WORDS];
 	/* The CPUs pinned to, and those the thread may rest on after. */
 	unsigned long usable_cpus[PLACEMENT_MASK_WORDS], resting_cpus[PLACEMENT_MASK_WORDS];
-	/* The CPUs with a sample, and those whose line it renewed. */
-	unsigned long sampled[PLACEMENT_MASK_WORDS], renewed[PLACEMENT_MASK_WORDS];
-	struct calib_sample narrowest;
-	struct raw_lines_round raw;
-	/* The machine's slope this round, from the least uncertain estimate. */
-	uint64_t shared_mult, best_uncertainty;
+	/* The CPUs whose monotonic line the round renewed. */
+	unsigned long renewed[PLACEMENT_MASK_WORDS];
+	struct round_kind kinds[CLOCK_LINES_COUNT];
 	uint64_t start_ns;
 	unsigned usable; /* CPUs pinned to, or left to their validity */
 };
@@ -135,33 +154,43 @@ static void round_begin(struct round_pass *r)
 	lines_leave_others(r->visit);
 	memset(r->usable_cpus, 0, sizeof r->usable_cpus);
 	memset(r->resting_cpus, 0, sizeof r->resting_cpus);
-	memset(r->sampled, 0, sizeof r->sampled);
 	memset(r->renewed, 0, sizeof r->renewed);
-	raw_lines_round_begin(&r->raw);
-	r->narrowest = (struct calib_sample){ .width_ns = UINT64_MAX };
-	r->shared_mult = 0;
-	r->best_uncertainty = UINT64_MAX;
+	for (enum clock_lines kind = 0; kind < CLOCK_LINES_COUNT; kind++) {
+		struct round_kind *k = &r->kinds[kind];
+
+		memset(k->sampled, 0, sizeof k->sampled);
+		k->narrowest = (struct calib_sample){ .width_ns = UINT64_MAX };
+		k->shared_mult = 0;
+		k->best_uncertainty = UINT64_MAX;
+	}
 	r->usable = 0;
 }
 
-/* Counts cpu's sample, just taken, toward the round's narrowest sandwich
- * and the machine's slope. */
-static void round_gather(struct round_pass *r, uint32_t cpu)
+/* Whether c's line of kind may teach the round the machine's slope: only
+ * a line that answered until now (a monotonic line withdrawn meanwhile
+ * learns from the others: lines_relearn_rate). */
+static bool round_line_teaches(const struct lines_cpu *c, enum clock_lines kind)
+{
+	return kind == CLOCK_LINES_MONOTONIC ? !c->withdrawn[kind] : raw_lines_cpu_answers(c);
+}
+
+/* Counts cpu's sample of kind, just taken, toward the round's narrowest
+ * sandwich of that kind and its machine's slope. */
+static void round_gather(struct round_pass *r, enum clock_lines kind, uint32_t cpu)
 {
 	const struct lines_cpu *c = &lines_cpus[cpu];
+	const struct calib_sample *sample = &round_samples[kind][cpu];
+	struct round_kind *k = &r->kinds[kind];
 	uint64_t estimate, uncertainty;
 
-	cpu_mask_set(r->sampled, cpu);
-	if (round_samples[cpu].width_ns < r->narrowest.width_ns)
-		r->narrowest = round_samples[cpu];
-	/* Only from lines that answered until now: a line withdrawn
-	 * meanwhile learns from the others (lines_relearn_rate). */
-	if (!c->withdrawn[CLOCK_LINES_MONOTONIC] &&
-	    calib_slope_estimate(&c->calib[CLOCK_LINES_MONOTONIC], &round_samples[cpu], &estimate,
-				 &uncertainty) &&
-	    uncertainty < r->best_uncertainty) {
-		r->best_uncertainty = uncertainty;
-		r->shared_mult = estimate;
+	cpu_mask_set(k->sampled, cpu);
+	if (sample->width_ns < k->narrowest.width_ns)
+		k->narrowest = *sample;
+	if (round_line_teaches(c, kind) &&
+	    calib_slope_estimate(&c->calib[kind], sample, &estimate, &uncertainty) &&
+	    uncertainty < k->best_uncertainty) {
+		k->best_uncertainty = uncertainty;
+		k->shared_mult = estimate;
 	}
 }
 
@@ -171,6 +200,7 @@ static void round_gather(struct round_pass *r, uint32_t cpu)
 static bool round_visit(struct round_pass *r, uint32_t cpu)
 {
 	uint64_t visit_start;
+	uint32_t node;
 	bool taken;
 
 	/* A CPU that was not free lately is left to its validity. The
@@ -199,62 +229,71 @@ static bool round_visit(struct round_pass *r, uint32_t cpu)
 	cpu_mask_set(r->usable_cpus, cpu);
 	cpu_mask_set(r->resting_cpus, cpu);
 	r->usable++;
-	taken = round_sample_one(cpu, &round_samples[cpu]);
-	if (taken)
-		raw_lines_visit(&r->raw, cpu, ROUND_SANDWICHES);
+	taken = round_sample_one(cpu);
+	if (taken && round_sample(cpu, CLOCK_LINES_RAW, &node))
+		round_gather(r, CLOCK_LINES_RAW, cpu);
 	if (round_visit_end(cpu, visit_start) && taken)
-		round_gather(r, cpu);
+		round_gather(r, CLOCK_LINES_MONOTONIC, cpu);
 	return true;
 }
 
-/* Aims each sample at the round's narrowest sandwich, within its own
- * (calib_sample_toward); returns when the next round is due: scheduled_ns,
- * or as soon as any CPU's line needs it (calib_next_interval_ns), so that
- * every CPU pays its error back over the same span. */
-static uint64_t round_aim(struct round_pass *r, uint64_t scheduled_ns, bool restart)
+/* Aims each sample of kind at the round's narrowest sandwich of kind,
+ * within its own (calib_sample_toward); returns when the next round is due:
+ * scheduled_ns, or as soon as any CPU's line needs it
+ * (calib_next_interval_ns), so that every CPU pays its error back over the
+ * same span. */
+static uint64_t round_aim(struct round_pass *r, enum clock_lines kind, uint64_t scheduled_ns,
+			  bool restart)
 {
-	uint64_t next_interval_ns = scheduled_ns, raw_wanted;
+	struct round_kind *k = &r->kinds[kind];
+	uint64_t next_interval_ns = scheduled_ns;
 
-	for (uint32_t cpu = cpu_mask_next(r->sampled, PLACEMENT_MASK_WORDS, 0); cpu < CPU_MAX_CPUS;
-	     cpu = cpu_mask_next(r->sampled, PLACEMENT_MASK_WORDS, cpu + 1)) {
+	for (uint32_t cpu = cpu_mask_next(k->sampled, PLACEMENT_MASK_WORDS, 0); cpu < CPU_MAX_CPUS;
+	     cpu = cpu_mask_next(k->sampled, PLACEMENT_MASK_WORDS, cpu + 1)) {
+		struct calib_sample *sample = &round_samples[kind][cpu];
 		uint64_t wanted;
 
-		round_samples[cpu] =
-		    calib_sample_toward(round_samples[cpu], r->narrowest, r->shared_mult);
-		wanted = restart
-			     ? CALIB_MIN_INTERVAL_NS
-			     : calib_next_interval_ns(&lines_cpus[cpu].calib[CLOCK_LINES_MONOTONIC],
-						      &round_samples[cpu], scheduled_ns);
+		*sample = calib_sample_toward(*sample, k->narrowest, k->shared_mult);
+		wanted = restart ? CALIB_MIN_INTERVAL_NS
+				 : calib_next_interval_ns(&lines_cpus[cpu].calib[kind], sample,
+							  scheduled_ns);
 		if (wanted < next_interval_ns)
 			next_interval_ns = wanted;
 	}
-	raw_wanted = raw_lines_aim(&r->raw, scheduled_ns, restart);
-	if (raw_wanted < next_interval_ns)
-		next_interval_ns = raw_wanted;
 	return next_interval_ns;
 }
 
 /* Draws every sampled CPU's lines (both kinds) and publishes them; the
- * lines it could not renew are withdrawn. True when the lines had lapsed
- * before (lines_relaunch_if_lapsed): every line restarted. */
+ * lines it could not renew are withdrawn. A CPU's raw line is drawn only
+ * where its monotonic line was, under whose validity it answers. True when
+ * the lines had lapsed before (lines_relaunch_if_lapsed): every line
+ * restarted. */
 static bool round_draw(struct round_pass *r, uint64_t next_interval_ns, bool restart)
 {
+	const struct round_kind *mono = &r->kinds[CLOCK_LINES_MONOTONIC];
+	const struct round_kind *raw = &r->kinds[CLOCK_LINES_RAW];
 	bool relaunched = lines_relaunch_if_lapsed();
 
-	lines_shorten_validity(r->shared_mult);
-	for (uint32_t cpu = cpu_mask_next(r->sampled, PLACEMENT_MASK_WORDS, 0); cpu < CPU_MAX_CPUS;
-	     cpu = cpu_mask_next(r->sampled, PLACEMENT_MASK_WORDS, cpu + 1)) {
-		const struct lines_cpu *c = &lines_cpus[cpu];
-		/* A raw line its readers left (libc answered there) restarts
-		 * on its sample, as the monotonic line does (lines_cpu_update). */
-		bool raw_restart = restart || (c->calib[CLOCK_LINES_RAW].line.mult != 0 &&
-					       !raw_lines_cpu_answers(c));
+	lines_shorten_validity(mono->shared_mult);
+	for (uint32_t cpu = cpu_mask_next(mono->sampled, PLACEMENT_MASK_WORDS, 0);
+	     cpu < CPU_MAX_CPUS;
+	     cpu = cpu_mask_next(mono->sampled, PLACEMENT_MASK_WORDS, cpu + 1)) {
+		/* Before either line moves: a raw line whose readers left it
+		 * (as they do where the monotonic line does not answer)
+		 * restarts on its sample. */
+		bool raw_left = lines_cpu_left(cpu, CLOCK_LINES_RAW);
 
-		if (!lines_cpu_update(cpu, &round_samples[cpu], next_interval_ns, r->shared_mult,
-				      restart))
+		if (!lines_cpu_update(cpu, CLOCK_LINES_MONOTONIC,
+				      &round_samples[CLOCK_LINES_MONOTONIC][cpu], next_interval_ns,
+				      mono->shared_mult, restart,
+				      lines_cpu_left(cpu, CLOCK_LINES_MONOTONIC)))
 			continue;
 		cpu_mask_set(r->renewed, cpu);
-		raw_lines_update(&r->raw, cpu, next_interval_ns, raw_restart);
+		if (!cpu_mask_has(raw->sampled, cpu))
+			lines_raw_withdraw(cpu);
+		else
+			lines_cpu_update(cpu, CLOCK_LINES_RAW, &round_samples[CLOCK_LINES_RAW][cpu],
+					 next_interval_ns, raw->shared_mult, restart, raw_left);
 	}
 	lines_withdraw_unsampled(r->renewed);
 	if (restart)
@@ -310,7 +349,7 @@ static void round_end(const struct round_pass *r, unsigned with_line, uint64_t m
 struct round_result round_run(uint64_t scheduled_ns, bool restart)
 {
 	struct round_pass r;
-	uint64_t next_interval_ns, mult;
+	uint64_t next_interval_ns, raw_wanted, mult;
 	unsigned with_line;
 	bool steady, relaunched;
 
@@ -319,15 +358,21 @@ struct round_result round_run(uint64_t scheduled_ns, bool restart)
 	     cpu = cpu_mask_next(r.visit, PLACEMENT_MASK_WORDS, cpu + 1))
 		if (!round_visit(&r, cpu))
 			break;
-	round_forget_old_samples(r.sampled);
-	next_interval_ns = round_aim(&r, scheduled_ns, restart);
+	/* The monotonic samples only: a raw line is drawn only where the
+	 * monotonic one is (round_draw). */
+	round_forget_old_samples(r.kinds[CLOCK_LINES_MONOTONIC].sampled);
+	next_interval_ns = round_aim(&r, CLOCK_LINES_MONOTONIC, scheduled_ns, restart);
+	raw_wanted = round_aim(&r, CLOCK_LINES_RAW, scheduled_ns, restart);
+	if (raw_wanted < next_interval_ns)
+		next_interval_ns = raw_wanted;
 	relaunched = round_draw(&r, next_interval_ns, restart);
 	with_line = round_count_lines(&r, &mult, &steady);
 	round_end(&r, with_line, mult, restart || relaunched);
 	return (struct round_result){ .with_line = with_line,
 				      .usable = r.usable,
 				      .steady = with_line > 0 && steady,
-				      .narrowest_ns = r.narrowest.width_ns,
+				      .narrowest_ns =
+					  r.kinds[CLOCK_LINES_MONOTONIC].narrowest.width_ns,
 				      .next_interval_ns = next_interval_ns };
 }
 

@@ -1,8 +1,9 @@
 /* One calibration round: the refresh thread pins itself in turn to every
  * CPU a thread of the program runs on (placement.h), takes sandwiches of
- * the kernel's CLOCK_MONOTONIC around a counter read taken the way this CPU
- * allows, aims the narrowest with the calibration arithmetic (calib.h),
- * and has lines.c draw and publish the lines that come out. */
+ * the kernel's clock of each kind of line (CLOCK_MONOTONIC, then
+ * CLOCK_MONOTONIC_RAW: enum clock_lines) around a counter read taken the
+ * way this CPU allows, aims the narrowest with the calibration arithmetic
+ * (calib.h), and has lines.c draw and publish the lines that come out. */
 #ifndef FASTTIME_ROUND_H
 #define FASTTIME_ROUND_H
 
