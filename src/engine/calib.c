@@ -189,14 +189,117 @@ static int64_t calib_signed_ns(int64_t ticks, uint64_t mult)
 	return (int64_t)(((__int128)ticks * (__int128)mult) >> 64);
 }
 
+/* A CPU's first line, through sample at the rate measured since its
+ * anchor, once the two sandwiches' widths leave that rate certain enough
+ * (CALIB_FIRST_LINE_MAX_PPB); until then the baseline grows. */
+static enum calib_outcome calib_cpu_first_line(struct calib_cpu *cpu,
+					       const struct calib_sample *sample, uint64_t measured,
+					       uint64_t shared_mult)
+{
+	uint64_t spread = (cpu->anchor.width_ns + sample->width_ns) / 2;
+
+	if ((unsigned __int128)spread * 1000000000u >
+	    (unsigned __int128)(sample->ns - cpu->anchor.ns) * CALIB_FIRST_LINE_MAX_PPB)
+		return CALIB_NEED_MORE;
+	cpu->slope_mult = measured;
+	cpu->line =
+	    calib_line_through(calib_line_slope(measured, shared_mult), sample->tsc, sample->ns);
+	cpu->anchor = *sample;
+	cpu->last_error_ns = 0;
+	return CALIB_FIRST_LINE;
+}
+
+/* How much later than asked sample came (0 when on time or early: the
+ * watch may call a round before it is due). */
+static uint64_t calib_late_ns(const struct calib_cpu *cpu, const struct calib_sample *sample)
+{
+	uint64_t since = sample->ns - cpu->anchor.ns;
+
+	if (cpu->asked_interval_ns == 0 || since <= cpu->asked_interval_ns)
+		return 0;
+	return since - cpu->asked_interval_ns;
+}
+
+/* The rate cpu's line continues at: the learned one where measured is
+ * within the noise of it, else measured, learned from a new anchor; and
+ * when the next sample is asked for. */
+static uint64_t calib_cpu_learn_rate(struct calib_cpu *cpu, const struct calib_sample *sample,
+				     uint64_t measured, uint64_t next_interval_ns)
+{
+	if (calib_rate_within_noise(cpu, sample, measured)) {
+		/* The learned rate and its anchor stay: the next sample measures
+		 * over the longer baseline, and is asked for as if from here. */
+		cpu->asked_interval_ns = sample->ns - cpu->anchor.ns + next_interval_ns;
+		return cpu->slope_mult;
+	}
+	cpu->asked_interval_ns = next_interval_ns;
+	cpu->slope_mult = measured;
+	cpu->anchor = *sample;
+	return measured;
+}
+
+/* Bends cpu's line toward where the kernel's clock will be, at slope, span
+ * ns after sample, from where its readers are at publish_tsc; steps it onto
+ * sample where no such line can be drawn. */
+static enum calib_outcome calib_cpu_bend(struct calib_cpu *cpu, const struct calib_sample *sample,
+					 uint64_t slope, uint64_t span, uint64_t publish_tsc)
+{
+	uint64_t span_ticks = calib_line_ticks_for_ns(slope, span);
+	uint64_t from_tsc, from_ns, aim_tsc, aim_ns, mult;
+
+	/* However late the publish (a loaded machine delays the round's other
+	 * pins), the line starts where readers are then: starting it at the
+	 * sample would step them back by the change of slope times the delay. */
+	from_tsc = (int64_t)(publish_tsc - sample->tsc) > 0 ? publish_tsc : sample->tsc;
+	from_ns = calib_line_eval(cpu->line, from_tsc);
+	/* A line cannot run past the counter's last value (a TSC that started
+	 * near it, as tests make): the aim comes no later. */
+	if (span_ticks > UINT64_MAX - from_tsc)
+		span_ticks = UINT64_MAX - from_tsc;
+	aim_tsc = from_tsc + span_ticks;
+	aim_ns = sample->ns + (uint64_t)calib_signed_ns((int64_t)(aim_tsc - sample->tsc), slope);
+	if (span_ticks == 0 || aim_tsc <= from_tsc || (int64_t)(aim_ns - from_ns) <= 0)
+		return calib_cpu_step(cpu, sample);
+	mult = calib_mult_from(aim_ns - from_ns, aim_tsc - from_tsc);
+	if (mult == 0)
+		return calib_cpu_step(cpu, sample);
+	cpu->line = calib_line_through(mult, from_tsc, from_ns);
+	return CALIB_CONTINUED;
+}
+
+/* Continues cpu's line after sample, measured at measured since its
+ * anchor: the error it finds paid back by a bend, or the line stepped onto
+ * the sample where the rate is not plausible. */
+static enum calib_outcome calib_cpu_continue(struct calib_cpu *cpu,
+					     const struct calib_sample *sample, uint64_t measured,
+					     uint64_t next_interval_ns, uint64_t shared_mult,
+					     uint64_t publish_tsc)
+{
+	int64_t error = (int64_t)(sample->ns - calib_line_eval(cpu->line, sample->tsc));
+	uint64_t late, span;
+
+	cpu->last_error_ns = error;
+	if (!calib_rate_plausible(measured, cpu->slope_mult))
+		return calib_cpu_step(cpu, sample);
+	late = calib_late_ns(cpu, sample);
+	measured = calib_cpu_learn_rate(cpu, sample, measured, next_interval_ns);
+	/* The line starts from where readers of the old line are when it is
+	 * published: it meets the old line there, so readers see neither a jump
+	 * nor a step back. It aims at where the kernel's clock will be, at the
+	 * rate just learned, one pay-back span after that: long enough that
+	 * the next round, even a late one, comes before the bend overshoots
+	 * (calib_payback_span_ns). */
+	span = calib_payback_span_ns(calib_abs_ns(error), next_interval_ns, late);
+	return calib_cpu_bend(cpu, sample, calib_line_slope(measured, shared_mult), span,
+			      publish_tsc);
+}
+
 enum calib_outcome calib_cpu_update_at(struct calib_cpu *cpu, const struct calib_sample *sample,
 				       uint64_t next_interval_ns, uint64_t shared_mult,
 				       uint64_t publish_tsc)
 {
-	uint64_t measured, slope, span, span_ticks, from_tsc, from_ns, aim_tsc, aim_ns, mult;
-	uint64_t late;
-	int64_t error;
 	bool have_line = cpu->line.mult != 0;
+	uint64_t measured;
 
 	if (sample->width_ns > CALIB_MAX_WIDTH_NS)
 		return CALIB_REJECTED;
@@ -216,7 +319,6 @@ enum calib_outcome calib_cpu_update_at(struct calib_cpu *cpu, const struct calib
 		}
 		return calib_cpu_step(cpu, sample);
 	}
-
 	measured = calib_measured_mult(cpu, sample);
 	if (measured == 0) {
 		/* More nanoseconds than ticks since the anchor: the kernel's
@@ -226,70 +328,10 @@ enum calib_outcome calib_cpu_update_at(struct calib_cpu *cpu, const struct calib
 			return CALIB_REJECTED;
 		return calib_cpu_step(cpu, sample);
 	}
-
-	if (!have_line) {
-		uint64_t spread = (cpu->anchor.width_ns + sample->width_ns) / 2;
-
-		if ((unsigned __int128)spread * 1000000000u >
-		    (unsigned __int128)(sample->ns - cpu->anchor.ns) * CALIB_FIRST_LINE_MAX_PPB)
-			return CALIB_NEED_MORE;
-		cpu->slope_mult = measured;
-		cpu->line = calib_line_through(calib_line_slope(measured, shared_mult), sample->tsc,
-					       sample->ns);
-		cpu->anchor = *sample;
-		cpu->last_error_ns = 0;
-		return CALIB_FIRST_LINE;
-	}
-
-	error = (int64_t)(sample->ns - calib_line_eval(cpu->line, sample->tsc));
-	cpu->last_error_ns = error;
-	if (!calib_rate_plausible(measured, cpu->slope_mult))
-		return calib_cpu_step(cpu, sample);
-	/* How much later than asked this sample came (0 when on time or early:
-	 * the watch may call a round before it is due). */
-	late = sample->ns - cpu->anchor.ns > cpu->asked_interval_ns
-		   ? sample->ns - cpu->anchor.ns - cpu->asked_interval_ns
-		   : 0;
-	if (cpu->asked_interval_ns == 0)
-		late = 0;
-	if (calib_rate_within_noise(cpu, sample, measured)) {
-		/* The learned rate and its anchor stay: the next sample measures
-		 * over the longer baseline, and is asked for as if from here. */
-		measured = cpu->slope_mult;
-		cpu->asked_interval_ns = sample->ns - cpu->anchor.ns + next_interval_ns;
-	} else {
-		cpu->asked_interval_ns = next_interval_ns;
-		cpu->slope_mult = measured;
-		cpu->anchor = *sample;
-	}
-	slope = calib_line_slope(measured, shared_mult);
-
-	/* The line starts from where readers of the old line are when it is
-	 * published: it meets the old line there, so readers see neither a jump
-	 * nor a step back. It aims at where the kernel's clock will be, at the
-	 * rate just learned, one pay-back span after that: long enough that
-	 * the next round, even a late one, comes before the bend overshoots
-	 * (calib_payback_span_ns). */
-	span = calib_payback_span_ns(calib_abs_ns(error), next_interval_ns, late);
-	span_ticks = calib_line_ticks_for_ns(slope, span);
-	/* However late the publish (a loaded machine delays the round's other
-	 * pins), the line starts where readers are then: starting it at the
-	 * sample would step them back by the change of slope times the delay. */
-	from_tsc = (int64_t)(publish_tsc - sample->tsc) > 0 ? publish_tsc : sample->tsc;
-	from_ns = calib_line_eval(cpu->line, from_tsc);
-	/* A line cannot run past the counter's last value (a TSC that started
-	 * near it, as tests make): the aim comes no later. */
-	if (span_ticks > UINT64_MAX - from_tsc)
-		span_ticks = UINT64_MAX - from_tsc;
-	aim_tsc = from_tsc + span_ticks;
-	aim_ns = sample->ns + (uint64_t)calib_signed_ns((int64_t)(aim_tsc - sample->tsc), slope);
-	if (span_ticks == 0 || aim_tsc <= from_tsc || (int64_t)(aim_ns - from_ns) <= 0)
-		return calib_cpu_step(cpu, sample);
-	mult = calib_mult_from(aim_ns - from_ns, aim_tsc - from_tsc);
-	if (mult == 0)
-		return calib_cpu_step(cpu, sample);
-	cpu->line = calib_line_through(mult, from_tsc, from_ns);
-	return CALIB_CONTINUED;
+	if (!have_line)
+		return calib_cpu_first_line(cpu, sample, measured, shared_mult);
+	return calib_cpu_continue(cpu, sample, measured, next_interval_ns, shared_mult,
+				  publish_tsc);
 }
 
 uint64_t calib_next_interval_ns(const struct calib_cpu *cpu, const struct calib_sample *sample,

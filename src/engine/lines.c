@@ -11,6 +11,7 @@
 #include "offsets.h"
 #include "placement.h"
 #include "table.h"
+#include "verdict.h"
 #include "watch.h"
 
 struct lines_cpu lines_cpus[CPU_MAX_CPUS];
@@ -53,7 +54,13 @@ uint64_t lines_valid_until_ns(void)
  * calibration has not been dropped, and it has a line. */
 bool lines_cpu_answers(const struct lines_cpu *c)
 {
-	return c->allowed && !c->dropped && !c->withdrawn && c->calib.line.mult != 0;
+	return c->allowed && !c->dropped && !c->withdrawn[CLOCK_LINES_MONOTONIC] &&
+	       c->calib[CLOCK_LINES_MONOTONIC].line.mult != 0;
+}
+
+bool lines_kind_answers(const struct lines_cpu *c, enum clock_lines kind)
+{
+	return lines_cpu_answers(c) && !c->withdrawn[kind] && c->calib[kind].line.mult != 0;
 }
 
 unsigned lines_answering(void)
@@ -65,8 +72,10 @@ unsigned lines_answering(void)
 	return count;
 }
 
-void lines_cpu_failed(uint32_t cpu, struct lines_cpu *state, uint64_t now)
+void lines_cpu_failed(uint32_t cpu, uint64_t now)
 {
+	struct lines_cpu *state = &lines_cpus[cpu];
+
 	if (state->failing_since_ns == 0)
 		state->failing_since_ns = now;
 	if (!state->dropped && now - state->failing_since_ns >= LINES_DROP_AFTER_NS) {
@@ -98,7 +107,7 @@ void lines_note_slope(uint64_t slope, uint64_t now)
  * slew learned only there must still shorten the windows. */
 void lines_note_rate(const struct lines_cpu *c, uint64_t now, bool relearned)
 {
-	uint64_t slope = c->calib.slope_mult;
+	uint64_t slope = c->calib[CLOCK_LINES_MONOTONIC].slope_mult;
 
 	if (slope == 0 || (c->last_outcome != CALIB_CONTINUED && !relearned))
 		return;
@@ -138,7 +147,9 @@ static uint64_t lines_judging_rate(const struct lines_cpu *c, uint64_t kernel_mu
 {
 	if (kernel_mult != 0)
 		return kernel_mult;
-	return c->calib.slope_mult != 0 ? c->calib.slope_mult : c->calib.line.mult;
+	return c->calib[CLOCK_LINES_MONOTONIC].slope_mult != 0
+		   ? c->calib[CLOCK_LINES_MONOTONIC].slope_mult
+		   : c->calib[CLOCK_LINES_MONOTONIC].line.mult;
 }
 
 /* The kernel's clock minus c's line at tsc, as c's last sample and the
@@ -148,7 +159,7 @@ static uint64_t lines_judging_rate(const struct lines_cpu *c, uint64_t kernel_mu
 int64_t lines_predicted_error(const struct lines_cpu *c, uint64_t tsc, uint64_t kernel_mult,
 			      int64_t *drift_ppb)
 {
-	const struct calib_cpu *k = &c->calib;
+	const struct calib_cpu *k = &c->calib[CLOCK_LINES_MONOTONIC];
 	uint64_t slope = lines_judging_rate(c, kernel_mult);
 	int64_t ticks = (int64_t)(tsc - k->anchor.tsc);
 	uint64_t kernel =
@@ -247,7 +258,7 @@ bool lines_relaunch_if_lapsed(void)
 		return false;
 	for (uint32_t cpu = 0; cpu < CPU_MAX_CPUS; cpu++)
 		if (lines_cpu_answers(&lines_cpus[cpu]))
-			lines_cpus[cpu].withdrawn = true;
+			lines_cpus[cpu].withdrawn[CLOCK_LINES_MONOTONIC] = true;
 	debug_log("the lines went stale before this round: restarting them at its samples");
 	return true;
 }
@@ -261,14 +272,14 @@ void lines_withdraw_unsampled(const unsigned long *renewed)
 	for (uint32_t cpu = 0; cpu < CPU_MAX_CPUS; cpu++) {
 		struct lines_cpu *c = &lines_cpus[cpu];
 
-		if (!c->allowed || c->dropped || c->calib.line.mult == 0 ||
+		if (!c->allowed || c->dropped || c->calib[CLOCK_LINES_MONOTONIC].line.mult == 0 ||
 		    cpu_mask_has(renewed, cpu))
 			continue;
-		if (!c->withdrawn)
+		if (!c->withdrawn[CLOCK_LINES_MONOTONIC])
 			debug_log("cpu %u: not sampled this round: answering with libc there "
 				  "until it is",
 				  cpu);
-		c->withdrawn = true;
+		c->withdrawn[CLOCK_LINES_MONOTONIC] = true;
 		table_withdraw(cpu);
 	}
 }
@@ -288,14 +299,15 @@ void lines_cpu_leaves(uint32_t cpu)
 {
 	struct lines_cpu *c = &lines_cpus[cpu];
 
-	if (c->allowed || c->calib.line.mult != 0 || c->raw.line.mult != 0) {
+	if (c->allowed || c->calib[CLOCK_LINES_MONOTONIC].line.mult != 0 ||
+	    c->calib[CLOCK_LINES_RAW].line.mult != 0) {
 		table_withdraw(cpu);
-		calib_cpu_reset(&c->calib);
-		calib_cpu_reset(&c->raw);
-		c->raw_withdrawn = false;
+		calib_cpu_reset(&c->calib[CLOCK_LINES_MONOTONIC]);
+		calib_cpu_reset(&c->calib[CLOCK_LINES_RAW]);
+		c->withdrawn[CLOCK_LINES_RAW] = false;
 		c->failing_since_ns = 0;
 		c->dropped = false;
-		c->withdrawn = false;
+		c->withdrawn[CLOCK_LINES_MONOTONIC] = false;
 		c->unreachable_until_ns = 0;
 		c->unreachable_backoff_ns = 0;
 		c->unreachable_last_ns = 0;
@@ -336,4 +348,229 @@ void lines_trust(uint64_t tsc, uint64_t mult, uint64_t window_ns, bool restarted
 	table_set_validity(valid_from, valid_ticks);
 	lines_state.valid_until_ns = libc_monotonic_ns() + window_ns;
 	placement_set_visit_limit(calib_line_ticks_for_ns(mult, PLACEMENT_VISIT_MAX_NS));
+}
+
+/* An outcome as the debug lines word it. */
+static const char *lines_outcome_name(enum calib_outcome outcome)
+{
+	switch (outcome) {
+	case CALIB_NEED_MORE: return "anchored";
+	case CALIB_FIRST_LINE: return "first line";
+	case CALIB_CONTINUED: return "continued";
+	case CALIB_STEPPED: return "stepped";
+	case CALIB_REJECTED: return "rejected";
+	}
+	return "?";
+}
+
+/* When the last visit that waited ended (lines_visits_waited_lately); 0:
+ * none yet. */
+static uint64_t lines_last_wait_ns;
+
+bool lines_visits_waited_lately(uint64_t now)
+{
+	uint64_t last = __atomic_load_n(&lines_last_wait_ns, __ATOMIC_RELAXED);
+
+	return last != 0 && now - last < LINES_UNREACHABLE_FORGET_NS;
+}
+
+uint64_t lines_cpu_note_visit(uint32_t cpu, bool was_free, uint64_t now)
+{
+	struct lines_cpu *c = &lines_cpus[cpu];
+
+	if (was_free) {
+		c->unreachable_until_ns = 0;
+		/* Not at once: a real-time thread that the kernel throttles
+		 * (95 % of each second) lets through the visit that ends a skip
+		 * of a whole second, and the next one waits again; forgotten
+		 * at each free visit, the skips would never grow. */
+		if (now - c->unreachable_last_ns > LINES_UNREACHABLE_FORGET_NS)
+			c->unreachable_backoff_ns = 0;
+		return 0;
+	}
+	c->unreachable_backoff_ns = c->unreachable_backoff_ns == 0 ? LINES_UNREACHABLE_FIRST_NS
+				    : c->unreachable_backoff_ns >= LINES_UNREACHABLE_LAST_NS
+					? LINES_UNREACHABLE_LAST_NS
+					: 2 * c->unreachable_backoff_ns;
+	c->unreachable_until_ns = now + c->unreachable_backoff_ns;
+	c->unreachable_last_ns = now;
+	__atomic_store_n(&lines_last_wait_ns, now, __ATOMIC_RELAXED);
+	return c->unreachable_backoff_ns;
+}
+
+/* Learns the rate before c's line restarts at sample: the round's rate
+ * (round_mult, learned on the CPUs whose lines answered until now), the
+ * kernel's clock being one for every CPU; else the rate from c's last
+ * sample to sample, where the pair says it (calib_slope_estimate). Not
+ * c's own first where another is fresher: c's last sample may be seconds
+ * old (its CPU was skipped, or its line lapsed), and a rate learned across
+ * a slew's start or end is neither, parting from the kernel's clock at
+ * the difference as soon as the line restarts. */
+static bool lines_relearn_rate(struct lines_cpu *c, const struct calib_sample *sample,
+			       uint64_t round_mult)
+{
+	uint64_t mult = round_mult, uncertainty;
+
+	if (mult == 0 &&
+	    !calib_slope_estimate(&c->calib[CLOCK_LINES_MONOTONIC], sample, &mult, &uncertainty))
+		return false;
+	c->calib[CLOCK_LINES_MONOTONIC].slope_mult = mult;
+	return true;
+}
+
+/* Whether cpu's line of kind is one its readers left (they answer with
+ * libc there): it restarts on its next sample. A monotonic line while
+ * withdrawn; a raw line whenever it does not answer, which it does not
+ * where the CPU's monotonic line does not either. */
+bool lines_cpu_left(uint32_t cpu, enum clock_lines kind)
+{
+	const struct lines_cpu *c = &lines_cpus[cpu];
+
+	if (c->calib[kind].line.mult == 0)
+		return false;
+	return kind == CLOCK_LINES_MONOTONIC ? c->withdrawn[kind] : !lines_kind_answers(c, kind);
+}
+
+/* Draws cpu's line of kind on sample: stepped onto it (restart), or moved
+ * on toward it with the machine's slope (shared_mult) from where its
+ * readers are when it is published (calib_cpu_update_at). */
+static enum calib_outcome lines_draw(uint32_t cpu, enum clock_lines kind,
+				     const struct calib_sample *sample, uint64_t next_interval_ns,
+				     uint64_t shared_mult, bool restart)
+{
+	struct calib_cpu *k = &lines_cpus[cpu].calib[kind];
+
+	if (restart)
+		return calib_cpu_restart(k, sample);
+	return calib_cpu_update_at(k, sample, next_interval_ns, shared_mult,
+				   cpu_read_stamp(verdict.sample_reading).tsc);
+}
+
+/* Hands cpu's line of kind to its readers (table.h). */
+static void lines_publish(uint32_t cpu, enum clock_lines kind)
+{
+	struct lines_cpu *c = &lines_cpus[cpu];
+
+	c->withdrawn[kind] = false;
+	if (kind == CLOCK_LINES_RAW)
+		table_publish_raw(cpu, c->calib[kind].line);
+	else
+		table_publish(cpu, c->calib[kind].line);
+}
+
+/* Notes what the watch compares its next look with, after cpu's monotonic
+ * line was drawn on sample: the kernel's clock minus the line now drawn, at
+ * the sample (a line restarted there is on it, whatever the old one's
+ * error). */
+static void lines_note_sample(struct lines_cpu *state, const struct calib_sample *sample)
+{
+	const struct calib_cpu *k = &state->calib[CLOCK_LINES_MONOTONIC];
+
+	state->look_error_ns = k->line.mult != 0 && state->last_outcome != CALIB_REJECTED
+				   ? (int64_t)(sample->ns - calib_line_eval(k->line, sample->tsc))
+				   : k->last_error_ns;
+	state->look_mono_ns = sample->ns;
+	state->last_sample_mono_ns = sample->ns;
+	state->last_width_ns = sample->width_ns;
+}
+
+/* Moves cpu's monotonic line on to its sample (lines_cpu_update). */
+static bool lines_monotonic_update(uint32_t cpu, const struct calib_sample *sample,
+				   uint64_t next_interval_ns, uint64_t shared_mult, bool restart,
+				   bool left)
+{
+	struct lines_cpu *state = &lines_cpus[cpu];
+	const struct calib_cpu *k = &state->calib[CLOCK_LINES_MONOTONIC];
+	bool relearned = false;
+
+	state->previous_slope_mult = k->slope_mult;
+	/* A line its readers left (they answer with libc, the kernel's own
+	 * clock) starts again on the sample, where they are, at the rate
+	 * measured since its last sample: lines that lapse round after round
+	 * would otherwise keep a rate the kernel's clock left long ago. */
+	if (!restart && left)
+		relearned = lines_relearn_rate(state, sample, shared_mult);
+	state->last_outcome = lines_draw(cpu, CLOCK_LINES_MONOTONIC, sample, next_interval_ns,
+					 shared_mult, restart || left);
+	lines_note_sample(state, sample);
+	if (state->last_outcome == CALIB_REJECTED) {
+		lines_cpu_failed(cpu, libc_monotonic_ns());
+		debug_log("cpu %u: sample rejected (sandwich %llu ns)", cpu,
+			  (unsigned long long)sample->width_ns);
+		return false;
+	}
+	state->failing_since_ns = 0;
+	state->dropped = false;
+	lines_note_rate(state, sample->ns, relearned);
+	if (k->line.mult != 0)
+		lines_publish(cpu, CLOCK_LINES_MONOTONIC);
+	if (state->last_outcome != CALIB_NEED_MORE)
+		debug_log("cpu %u: %s, %.6f ns/tick, error %+lld ns, sandwich %llu ns", cpu,
+			  lines_outcome_name(state->last_outcome),
+			  (double)k->line.mult / 18446744073709551616.0,
+			  (long long)k->last_error_ns, (unsigned long long)sample->width_ns);
+	return true;
+}
+
+/* In a fork child of a round: every visited CPU's calibrations start over,
+ * as the round may have left them half-written. */
+void lines_restart_calibrations(void)
+{
+	for (uint32_t cpu = 0; cpu < CPU_MAX_CPUS; cpu++)
+		if (lines_cpus[cpu].allowed) {
+			calib_cpu_reset(&lines_cpus[cpu].calib[CLOCK_LINES_MONOTONIC]);
+			calib_cpu_reset(&lines_cpus[cpu].calib[CLOCK_LINES_RAW]);
+		}
+}
+
+/* Notes the NUMA node of cpu's last sandwich (fasttime --info shows it). */
+void lines_cpu_set_node(uint32_t cpu, uint32_t node)
+{
+	lines_cpus[cpu].node = node;
+}
+
+/* Notes what a look found on cpu's line, for the next look to compare with
+ * (watch_parted). */
+void lines_cpu_note_look(uint32_t cpu, int64_t error_ns, uint64_t mono_ns)
+{
+	lines_cpus[cpu].look_error_ns = error_ns;
+	lines_cpus[cpu].look_mono_ns = mono_ns;
+}
+
+/* Takes cpu's raw line from readers: they answer CLOCK_MONOTONIC_RAW with
+ * libc there until a sample restarts it. */
+void lines_raw_withdraw(uint32_t cpu)
+{
+	lines_cpus[cpu].withdrawn[CLOCK_LINES_RAW] = true;
+	table_withdraw_raw(cpu);
+}
+
+/* Moves cpu's raw line on to its sample (lines_cpu_update); withdraws it
+ * where the sample was rejected or it has no line yet. */
+static bool lines_raw_update(uint32_t cpu, const struct calib_sample *sample,
+			     uint64_t next_interval_ns, uint64_t shared_mult, bool restart)
+{
+	const struct calib_cpu *k = &lines_cpus[cpu].calib[CLOCK_LINES_RAW];
+	enum calib_outcome outcome =
+	    lines_draw(cpu, CLOCK_LINES_RAW, sample, next_interval_ns, shared_mult, restart);
+
+	if (outcome == CALIB_REJECTED || k->line.mult == 0) {
+		lines_raw_withdraw(cpu);
+		return false;
+	}
+	if (outcome != CALIB_CONTINUED)
+		debug_log("cpu %u: CLOCK_MONOTONIC_RAW line %s, error %+lld ns, sandwich %llu ns",
+			  cpu, outcome == CALIB_FIRST_LINE ? "first" : "restarted",
+			  (long long)k->last_error_ns, (unsigned long long)sample->width_ns);
+	lines_publish(cpu, CLOCK_LINES_RAW);
+	return true;
+}
+
+bool lines_cpu_update(uint32_t cpu, enum clock_lines kind, const struct calib_sample *sample,
+		      uint64_t next_interval_ns, uint64_t shared_mult, bool restart, bool left)
+{
+	if (kind == CLOCK_LINES_RAW)
+		return lines_raw_update(cpu, sample, next_interval_ns, shared_mult,
+					restart || left);
+	return lines_monotonic_update(cpu, sample, next_interval_ns, shared_mult, restart, left);
 }

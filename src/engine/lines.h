@@ -2,8 +2,10 @@
  * the lines: the rates the kernel's clock ran at lately, each line's
  * predicted error, the window granted from a sample or a look, and the
  * moves that take a line from readers (withdrawn, left, dropped). Written
- * by the refresh thread only (or a tool calibrating in its own thread);
- * readers see what table.h publishes. */
+ * by the refresh thread only (or a tool calibrating in its own thread),
+ * and by lines.c only: the round, the look and the raw lines read
+ * lines_cpus[] and change it through the functions below. Readers see
+ * what table.h publishes. */
 #ifndef FASTTIME_LINES_H
 #define FASTTIME_LINES_H
 
@@ -11,10 +13,19 @@
 #include <stdint.h>
 
 #include "calib.h"
+#include "clock_table.h"
 #include "cpu.h"
 
 /* A CPU whose calibration keeps failing this long answers with libc. */
 #define LINES_DROP_AFTER_NS (15ull * 1000000000ull)
+/* How long rounds skip a CPU after its first slow visit (a real-time
+ * thread owns it); doubled at each one after, up to the last. The skips
+ * start again from the first once the CPU has let every visit through for
+ * FORGET: longer than the last skip and the visit that ends it, which a
+ * throttled real-time thread may let through. */
+#define LINES_UNREACHABLE_FIRST_NS  1000000000ull
+#define LINES_UNREACHABLE_LAST_NS   16000000000ull
+#define LINES_UNREACHABLE_FORGET_NS (2 * LINES_UNREACHABLE_LAST_NS)
 
 /* What the engine knows about one CPU, also shown by fasttime --info. */
 struct lines_cpu {
@@ -22,7 +33,10 @@ struct lines_cpu {
 	 * lines_cpu_allow and lines_cpu_leaves only (lines.c keeps a mask) */
 	bool allowed;
 	bool dropped; /* failed too long: answering with libc */
-	struct calib_cpu calib;
+	/* Each kind of line here (enum clock_lines): CLOCK_MONOTONIC's, which
+	 * answer the clocks the table offsets from it, and CLOCK_MONOTONIC_RAW's
+	 * own (raw_lines.h). */
+	struct calib_cpu calib[CLOCK_LINES_COUNT];
 	enum calib_outcome last_outcome;
 	uint64_t last_sample_mono_ns;
 	uint64_t last_width_ns;	      /* the last sample's sandwich */
@@ -34,23 +48,19 @@ struct lines_cpu {
 	int64_t look_error_ns;
 	uint64_t look_mono_ns;
 	uint32_t node;
-	/* The line was taken from readers (a round could not sample it, or
-	 * it lapsed): they answer with libc, and the next sample restarts it
-	 * there (lines_withdraw_unsampled). */
-	bool withdrawn;
+	/* Each kind's line was taken from readers: they answer with libc, and
+	 * the next sample restarts it there. The monotonic line when a round
+	 * could not sample it, or it lapsed (lines_withdraw_unsampled); the raw
+	 * one when its sample failed, or a look found it off. */
+	bool withdrawn[CLOCK_LINES_COUNT];
 	/* A CPU the thread could not run on soon after pinning to it (a
 	 * real-time thread owns it): rounds skip it until then, and wait
-	 * twice as long after each such visit (round.c), until the CPU has
+	 * twice as long after each such visit (lines_cpu_note_visit), until the CPU has
 	 * been free since the last one (unreachable_last_ns) for
-	 * ROUND_UNREACHABLE_FORGET_NS. */
+	 * LINES_UNREACHABLE_FORGET_NS. */
 	uint64_t unreachable_until_ns;
 	uint64_t unreachable_backoff_ns;
 	uint64_t unreachable_last_ns;
-	/* CLOCK_MONOTONIC_RAW's line here (raw_lines.h): its calibration,
-	 * and whether it was taken from readers (its sample failed, or a
-	 * look found it off); it restarts at its next sample then. */
-	struct calib_cpu raw;
-	bool raw_withdrawn;
 };
 
 extern struct lines_cpu lines_cpus[CPU_MAX_CPUS];
@@ -58,13 +68,16 @@ extern struct lines_cpu lines_cpus[CPU_MAX_CPUS];
 /* Whether c's line answers readers: the thread could run there, its
  * calibration has not been dropped or withdrawn, and it has a line. */
 bool lines_cpu_answers(const struct lines_cpu *c);
+/* Whether c's line of kind answers readers: c's monotonic line answers
+ * (lines_cpu_answers), and its line of kind is drawn and not withdrawn. */
+bool lines_kind_answers(const struct lines_cpu *c, enum clock_lines kind);
 /* How many CPUs have a line that answers. */
 unsigned lines_answering(void);
 /* Notes that cpu's calibration failed at now (monotonic ns); once it has
  * failed for LINES_DROP_AFTER_NS without a success between, the CPU's
  * line is withdrawn and its readers answer with libc. A success clears
  * failing_since_ns. */
-void lines_cpu_failed(uint32_t cpu, struct lines_cpu *state, uint64_t now);
+void lines_cpu_failed(uint32_t cpu, uint64_t now);
 
 /* Counts slope among the rates the kernel's clock ran at lately (now). */
 void lines_note_slope(uint64_t slope, uint64_t now);
@@ -110,5 +123,34 @@ void lines_set_published(unsigned count);
 unsigned lines_published(void);
 /* When (monotonic ns) the validity last granted ends. */
 uint64_t lines_valid_until_ns(void);
+
+/* Notes a visit to cpu that ended at now: free (the thread ran there
+ * within PLACEMENT_VISIT_MAX_NS, and no reader moved it) or not. A visit
+ * that was not free makes the rounds skip the CPU (LINES_UNREACHABLE_*);
+ * returns the skip's length then, 0 after a free visit. */
+uint64_t lines_cpu_note_visit(uint32_t cpu, bool was_free, uint64_t now);
+/* Whether a visit waited (lines_cpu_note_visit) within LINES_UNREACHABLE_FORGET_NS
+ * of now: a real-time thread took a CPU lately. Any thread may ask. */
+bool lines_visits_waited_lately(uint64_t now);
+/* Whether cpu's line of kind is one its readers left: it restarts on its
+ * next sample (lines_cpu_update's left, asked before either line moves). */
+bool lines_cpu_left(uint32_t cpu, enum clock_lines kind);
+/* Moves cpu's line of kind on to its sample, drawn with the machine's
+ * slope for that kind (shared_mult) toward next_interval_ns, from where its
+ * readers are now, and publishes it; restart (a discontinuity) or left
+ * (lines_cpu_left): steps it onto the sample. False when it was not
+ * renewed (the sample rejected; a raw line without a line yet, withdrawn). */
+bool lines_cpu_update(uint32_t cpu, enum clock_lines kind, const struct calib_sample *sample,
+		      uint64_t next_interval_ns, uint64_t shared_mult, bool restart, bool left);
+/* Starts every visited CPU's calibrations over (both kinds of line), in a
+ * fork child of a round that may have left them half-written. */
+void lines_restart_calibrations(void);
+/* Notes the NUMA node cpu's last sandwich was taken on. */
+void lines_cpu_set_node(uint32_t cpu, uint32_t node);
+/* Notes what a look found on cpu's line: the kernel's clock minus the line
+ * (error_ns) at mono_ns, which the next look compares with. */
+void lines_cpu_note_look(uint32_t cpu, int64_t error_ns, uint64_t mono_ns);
+/* Takes cpu's CLOCK_MONOTONIC_RAW line from readers (raw_lines.h). */
+void lines_raw_withdraw(uint32_t cpu);
 
 #endif

@@ -57,7 +57,9 @@ static bool look_sample(struct calib_sample *best, uint32_t *cpu_out)
 static void look_note_seen_move(const struct lines_cpu *c, const struct calib_sample *sample,
 				int64_t error)
 {
-	uint64_t slope = c->calib.slope_mult != 0 ? c->calib.slope_mult : c->calib.line.mult;
+	uint64_t slope = c->calib[CLOCK_LINES_MONOTONIC].slope_mult != 0
+			     ? c->calib[CLOCK_LINES_MONOTONIC].slope_mult
+			     : c->calib[CLOCK_LINES_MONOTONIC].line.mult;
 	uint64_t span, magnitude, noise, ppm, delta;
 	int64_t drift, moved;
 
@@ -98,7 +100,7 @@ static bool look_renew(const struct lines_cpu *c, const struct calib_sample *sam
 	window = lines_window(sample->tsc, sample->ns, c, deviation);
 	if (window == 0)
 		return false;
-	lines_trust(sample->tsc, c->calib.line.mult, window, false);
+	lines_trust(sample->tsc, c->calib[CLOCK_LINES_MONOTONIC].line.mult, window, false);
 	return true;
 }
 
@@ -107,14 +109,14 @@ enum look_verdict look_once(void)
 	struct calib_sample sample;
 	uint32_t cpu = 0;
 	struct calib_line line;
-	struct lines_cpu *c;
+	const struct lines_cpu *c;
 	int64_t error;
 
 	if (!look_sample(&sample, &cpu)) {
 		offsets_renew(true);
 		return lines_published() > 0 ? LOOK_ROUND_DUE : LOOK_RENEWED;
 	}
-	line = lines_cpus[cpu].calib.line;
+	line = lines_cpus[cpu].calib[CLOCK_LINES_MONOTONIC].line;
 	c = &lines_cpus[cpu];
 	error = watch_line_error(line, &sample);
 	if (watch_parted(c->look_error_ns, c->look_mono_ns, error, sample.ns, sample.width_ns)) {
@@ -126,8 +128,7 @@ enum look_verdict look_once(void)
 		return LOOK_DISCONTINUITY;
 	}
 	look_note_seen_move(c, &sample, error);
-	c->look_error_ns = error;
-	c->look_mono_ns = sample.ns;
+	lines_cpu_note_look(cpu, error, sample.ns);
 	/* Stale lines are not brought back as they are: their readers answer
 	 * with libc, and the round due now restarts each line there. */
 	if (lines_lapsed() || !look_renew(c, &sample, error))

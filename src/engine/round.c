@@ -19,11 +19,15 @@
 #include "sandwich.h"
 #include "start_data.h"
 #include "table.h"
-#include "verdict.h"
 
-/* One round's samples, taken before any line moves (too large for the
- * thread's stack on machines with thousands of CPUs). */
-static struct calib_sample round_samples[CPU_MAX_CPUS];
+/* One round's samples of each kind of line, taken before any line moves
+ * (too large for the thread's stack on machines with thousands of CPUs). */
+static struct calib_sample round_samples[CLOCK_LINES_COUNT][CPU_MAX_CPUS];
+/* The kernel's clock each kind of line follows. */
+static const clockid_t round_clocks[CLOCK_LINES_COUNT] = {
+	[CLOCK_LINES_MONOTONIC] = CLOCK_MONOTONIC,
+	[CLOCK_LINES_RAW] = CLOCK_MONOTONIC_RAW,
+};
 /* Set while a round runs: a fork child of a round resets what it touched.
  * Every fork child reads it. */
 static bool round_in_progress START_DATA;
@@ -32,11 +36,7 @@ void round_after_fork(void)
 {
 	if (!__atomic_load_n(&round_in_progress, __ATOMIC_RELAXED))
 		return;
-	for (uint32_t cpu = 0; cpu < CPU_MAX_CPUS; cpu++)
-		if (lines_cpus[cpu].allowed) {
-			calib_cpu_reset(&lines_cpus[cpu].calib);
-			calib_cpu_reset(&lines_cpus[cpu].raw);
-		}
+	lines_restart_calibrations();
 	round_in_progress = false;
 }
 
@@ -49,62 +49,26 @@ uint64_t round_interval_after(unsigned round, uint64_t configured_ns)
 	return interval < configured_ns ? interval : configured_ns;
 }
 
-static const char *round_outcome_name(enum calib_outcome outcome)
+/* Takes this round's sample of kind's clock on cpu, pinned there; false
+ * when none could be taken. */
+static bool round_sample(uint32_t cpu, enum clock_lines kind, uint32_t *node)
 {
-	switch (outcome) {
-	case CALIB_NEED_MORE: return "anchored";
-	case CALIB_FIRST_LINE: return "first line";
-	case CALIB_CONTINUED: return "continued";
-	case CALIB_STEPPED: return "stepped";
-	case CALIB_REJECTED: return "rejected";
-	}
-	return "?";
+	return sandwich_narrowest_on(round_clocks[kind], cpu, ROUND_SANDWICHES,
+				     &round_samples[kind][cpu], node);
 }
 
-/* Takes this round's sample on cpu, pinned there; false (and the failure
- * noted) when none could be taken. */
-static bool round_sample_one(uint32_t cpu, struct calib_sample *sample)
+/* Takes this round's monotonic sample on cpu, pinned there; false (and
+ * the failure noted) when none could be taken. */
+static bool round_sample_one(uint32_t cpu)
 {
-	struct lines_cpu *state = &lines_cpus[cpu];
+	uint32_t node;
 
-	if (!sandwich_narrowest_on(CLOCK_MONOTONIC, cpu, ROUND_SANDWICHES, sample, &state->node)) {
-		lines_cpu_failed(cpu, state, libc_monotonic_ns());
+	if (!round_sample(cpu, CLOCK_LINES_MONOTONIC, &node)) {
+		lines_cpu_failed(cpu, libc_monotonic_ns());
 		return false;
 	}
+	lines_cpu_set_node(cpu, node);
 	return true;
-}
-
-/* When the last visit that waited ended (round_visits_waited_lately); 0:
- * none yet. */
-static uint64_t round_last_wait_ns;
-
-bool round_visits_waited_lately(uint64_t now)
-{
-	uint64_t last = __atomic_load_n(&round_last_wait_ns, __ATOMIC_RELAXED);
-
-	return last != 0 && now - last < ROUND_UNREACHABLE_FORGET_NS;
-}
-
-uint64_t round_note_visit(struct lines_cpu *c, bool was_free, uint64_t now)
-{
-	if (was_free) {
-		c->unreachable_until_ns = 0;
-		/* Not at once: a real-time thread that the kernel throttles
-		 * (95 % of each second) lets through the visit that ends a skip
-		 * of a whole second, and the next one waits again; forgotten
-		 * at each free visit, the skips would never grow. */
-		if (now - c->unreachable_last_ns > ROUND_UNREACHABLE_FORGET_NS)
-			c->unreachable_backoff_ns = 0;
-		return 0;
-	}
-	c->unreachable_backoff_ns = c->unreachable_backoff_ns == 0 ? ROUND_UNREACHABLE_FIRST_NS
-				    : c->unreachable_backoff_ns >= ROUND_UNREACHABLE_LAST_NS
-					? ROUND_UNREACHABLE_LAST_NS
-					: 2 * c->unreachable_backoff_ns;
-	c->unreachable_until_ns = now + c->unreachable_backoff_ns;
-	c->unreachable_last_ns = now;
-	__atomic_store_n(&round_last_wait_ns, now, __ATOMIC_RELAXED);
-	return c->unreachable_backoff_ns;
 }
 
 /* Ends the visit to cpu begun at start_ns; false when the CPU was not
@@ -116,8 +80,8 @@ static bool round_visit_end(uint32_t cpu, uint64_t start_ns)
 {
 	bool rescued = placement_visit_close();
 	uint64_t now = libc_monotonic_ns();
-	uint64_t skip = round_note_visit(&lines_cpus[cpu],
-					 !rescued && now - start_ns <= PLACEMENT_VISIT_MAX_NS, now);
+	uint64_t skip =
+	    lines_cpu_note_visit(cpu, !rescued && now - start_ns <= PLACEMENT_VISIT_MAX_NS, now);
 
 	if (skip == 0)
 		return true;
@@ -144,214 +108,227 @@ static void round_forget_old_samples(unsigned long *sampled)
 
 	for (uint32_t cpu = cpu_mask_next(sampled, PLACEMENT_MASK_WORDS, 0); cpu < CPU_MAX_CPUS;
 	     cpu = cpu_mask_next(sampled, PLACEMENT_MASK_WORDS, cpu + 1))
-		if (now - round_samples[cpu].ns > PLACEMENT_VISIT_MAX_NS)
+		if (now - round_samples[CLOCK_LINES_MONOTONIC][cpu].ns > PLACEMENT_VISIT_MAX_NS)
 			cpu_mask_clear(sampled, cpu);
-}
-
-/* Learns the rate before c's line restarts at sample: the round's rate
- * (round_mult, learned on the CPUs whose lines answered until now), the
- * kernel's clock being one for every CPU; else the rate from c's last
- * sample to sample, where the pair says it (calib_slope_estimate). Not
- * c's own first where another is fresher: c's last sample may be seconds
- * old (its CPU was skipped, or its line lapsed), and a rate learned across
- * a slew's start or end is neither, parting from the kernel's clock at
- * the difference as soon as the line restarts. */
-static bool round_relearn_rate(struct lines_cpu *c, const struct calib_sample *sample,
-			       uint64_t round_mult)
-{
-	uint64_t mult = round_mult, uncertainty;
-
-	if (mult == 0 && !calib_slope_estimate(&c->calib, sample, &mult, &uncertainty))
-		return false;
-	c->calib.slope_mult = mult;
-	return true;
-}
-
-/* Moves cpu's line on to its sample, drawn with the machine's slope, from
- * where its readers are now; or, after a discontinuity the watch saw, steps
- * it onto the sample. */
-static bool round_update_one(uint32_t cpu, const struct calib_sample *sample,
-			     uint64_t next_interval_ns, uint64_t shared_mult, bool restart)
-{
-	struct lines_cpu *state = &lines_cpus[cpu];
-	bool relearned = false;
-
-	state->previous_slope_mult = state->calib.slope_mult;
-	/* A line its readers left (they answer with libc, the kernel's own
-	 * clock) starts again on the sample, where they are, at the rate
-	 * measured since its last sample: lines that lapse round after round
-	 * would otherwise keep a rate the kernel's clock left long ago. */
-	if (!restart && state->withdrawn && state->calib.line.mult != 0)
-		relearned = round_relearn_rate(state, sample, shared_mult);
-	if (restart || (state->withdrawn && state->calib.line.mult != 0))
-		state->last_outcome = calib_cpu_restart(&state->calib, sample);
-	else
-		state->last_outcome =
-		    calib_cpu_update_at(&state->calib, sample, next_interval_ns, shared_mult,
-					cpu_read_stamp(verdict.sample_reading).tsc);
-	/* What the watch compares its next look with: the kernel's clock
-	 * minus the line now drawn, at the sample (a line restarted there is
-	 * on it, whatever the old one's error). */
-	state->look_error_ns =
-	    state->calib.line.mult != 0 && state->last_outcome != CALIB_REJECTED
-		? (int64_t)(sample->ns - calib_line_eval(state->calib.line, sample->tsc))
-		: state->calib.last_error_ns;
-	state->look_mono_ns = sample->ns;
-	state->last_sample_mono_ns = sample->ns;
-	state->last_width_ns = sample->width_ns;
-	if (state->last_outcome == CALIB_REJECTED) {
-		lines_cpu_failed(cpu, state, libc_monotonic_ns());
-		debug_log("cpu %u: sample rejected (sandwich %llu ns)", cpu,
-			  (unsigned long long)sample->width_ns);
-		return false;
-	}
-	state->failing_since_ns = 0;
-	state->dropped = false;
-	lines_note_rate(state, sample->ns, relearned);
-	if (state->calib.line.mult != 0) {
-		state->withdrawn = false;
-		table_publish(cpu, state->calib.line);
-	}
-	if (state->last_outcome != CALIB_NEED_MORE)
-		debug_log("cpu %u: %s, %.6f ns/tick, error %+lld ns, sandwich %llu ns", cpu,
-			  round_outcome_name(state->last_outcome),
-			  (double)state->calib.line.mult / 18446744073709551616.0,
-			  (long long)state->calib.last_error_ns,
-			  (unsigned long long)sample->width_ns);
-	return true;
 }
 
 /* Whether a CPU's last round counts toward the clocksource's probation. */
 static bool round_cpu_steady(const struct lines_cpu *c)
 {
 	return c->last_outcome == CALIB_CONTINUED &&
-	       evidence_cpu_steady(c->calib.last_error_ns, c->last_width_ns, c->previous_slope_mult,
-				   c->calib.slope_mult);
+	       evidence_cpu_steady(c->calib[CLOCK_LINES_MONOTONIC].last_error_ns, c->last_width_ns,
+				   c->previous_slope_mult,
+				   c->calib[CLOCK_LINES_MONOTONIC].slope_mult);
 }
 
-struct round_result round_run(uint64_t scheduled_ns, bool restart)
-{
-	uint64_t next_interval_ns = scheduled_ns;
-	unsigned long visit[PLACEMENT_MASK_WORDS], home[PLACEMENT_MASK_WORDS];
-	unsigned long usable_cpus[PLACEMENT_MASK_WORDS], resting_cpus[PLACEMENT_MASK_WORDS];
-	unsigned long sampled[PLACEMENT_MASK_WORDS], renewed[PLACEMENT_MASK_WORDS];
-	struct calib_sample narrowest = { .width_ns = UINT64_MAX };
-	struct raw_lines_round raw;
-	uint64_t mult = 0, shared_mult = 0, best_uncertainty = UINT64_MAX, raw_wanted;
-	uint64_t round_start_ns = libc_monotonic_ns();
-	unsigned with_line = 0, usable = 0;
-	bool steady = true, relaunched;
+/* What a round gathers of one kind of line. */
+struct round_kind {
+	unsigned long sampled[PLACEMENT_MASK_WORDS]; /* the CPUs with a sample */
+	struct calib_sample narrowest;
+	/* The machine's slope this round, from the least uncertain estimate;
+	 * 0: none. */
+	uint64_t shared_mult, best_uncertainty;
+};
 
+/* What a round gathers as it goes, from its visits to its published lines. */
+struct round_pass {
+	/* The CPUs to visit, and where the thread rests after the round. */
+	unsigned long visit[PLACEMENT_MASK_WORDS], home[PLACEMENT_MASK_WORDS];
+	/* The CPUs pinned to, and those the thread may rest on after. */
+	unsigned long usable_cpus[PLACEMENT_MASK_WORDS], resting_cpus[PLACEMENT_MASK_WORDS];
+	/* The CPUs whose monotonic line the round renewed. */
+	unsigned long renewed[PLACEMENT_MASK_WORDS];
+	struct round_kind kinds[CLOCK_LINES_COUNT];
+	uint64_t start_ns;
+	unsigned usable; /* CPUs pinned to, or left to their validity */
+};
+
+/* Begins a round: the other clocks' offsets renewed, the CPUs to visit
+ * chosen (those no longer to be visited leave), nothing gathered yet. */
+static void round_begin(struct round_pass *r)
+{
+	r->start_ns = libc_monotonic_ns();
 	__atomic_store_n(&round_in_progress, true, __ATOMIC_RELAXED);
 	offsets_renew(false);
-	placement_round_begin(visit, home);
-	lines_leave_others(visit);
-	memset(usable_cpus, 0, sizeof usable_cpus);
-	memset(resting_cpus, 0, sizeof resting_cpus);
-	memset(sampled, 0, sizeof sampled);
-	memset(renewed, 0, sizeof renewed);
-	raw_lines_round_begin(&raw);
-	/* First every CPU's sample, then the machine's slope from the least
-	 * uncertain of them, then every line drawn with it and aimed, within
-	 * its own sandwich, at the round's narrowest sandwich (calib.h). */
-	for (uint32_t cpu = cpu_mask_next(visit, PLACEMENT_MASK_WORDS, 0); cpu < CPU_MAX_CPUS;
-	     cpu = cpu_mask_next(visit, PLACEMENT_MASK_WORDS, cpu + 1)) {
-		struct lines_cpu *c = &lines_cpus[cpu];
-		uint64_t estimate, uncertainty, visit_start;
-		bool taken = false;
+	placement_round_begin(r->visit, r->home);
+	lines_leave_others(r->visit);
+	memset(r->usable_cpus, 0, sizeof r->usable_cpus);
+	memset(r->resting_cpus, 0, sizeof r->resting_cpus);
+	memset(r->renewed, 0, sizeof r->renewed);
+	for (enum clock_lines kind = 0; kind < CLOCK_LINES_COUNT; kind++) {
+		struct round_kind *k = &r->kinds[kind];
 
-		/* A CPU that was not free lately is left to its validity. The
-		 * thread still rests there too: resting on the other CPUs alone
-		 * (one, on two CPUs) would pin it where a real-time thread that
-		 * takes that CPU later holds it, and no reader moves a thread
-		 * between rounds (placement_rescue frees visits only). */
-		if (round_visit_skipped(cpu, round_start_ns)) {
-			cpu_mask_set(resting_cpus, cpu);
-			usable++;
-			continue;
-		}
-		visit_start = libc_monotonic_ns();
-		placement_visit_begin(cpu);
-		/* Outside this process's cpuset the kernel refuses the pin:
-		 * no thread of the process can run there either. Moved by
-		 * someone else meanwhile: the mask stays as they set it. */
-		if (!placement_pin(cpu)) {
-			round_visit_end(cpu, visit_start);
-			if (placement_moved())
-				break;
-			lines_cpu_leaves(cpu);
-			continue;
-		}
-		lines_cpu_allow(cpu);
-		cpu_mask_set(usable_cpus, cpu);
-		cpu_mask_set(resting_cpus, cpu);
-		usable++;
-		taken = round_sample_one(cpu, &round_samples[cpu]);
-		if (taken)
-			raw_lines_visit(&raw, cpu, ROUND_SANDWICHES);
-		if (!round_visit_end(cpu, visit_start) || !taken)
-			continue;
-		cpu_mask_set(sampled, cpu);
-		if (round_samples[cpu].width_ns < narrowest.width_ns)
-			narrowest = round_samples[cpu];
-		/* Only from lines that answered until now: a line withdrawn
-		 * meanwhile learns from the others (round_relearn_rate). */
-		if (!c->withdrawn &&
-		    calib_slope_estimate(&c->calib, &round_samples[cpu], &estimate, &uncertainty) &&
-		    uncertainty < best_uncertainty) {
-			best_uncertainty = uncertainty;
-			shared_mult = estimate;
-		}
+		memset(k->sampled, 0, sizeof k->sampled);
+		k->narrowest = (struct calib_sample){ .width_ns = UINT64_MAX };
+		k->shared_mult = 0;
+		k->best_uncertainty = UINT64_MAX;
 	}
-	round_forget_old_samples(sampled);
-	/* Each sample aimed, and the next round as soon as any CPU's line
-	 * needs it (calib_next_interval_ns): every CPU pays its error back over
-	 * the same span. */
-	for (uint32_t cpu = cpu_mask_next(sampled, PLACEMENT_MASK_WORDS, 0); cpu < CPU_MAX_CPUS;
-	     cpu = cpu_mask_next(sampled, PLACEMENT_MASK_WORDS, cpu + 1)) {
+	r->usable = 0;
+}
+
+/* Whether c's line of kind may teach the round the machine's slope: only
+ * a line that answered until now (a monotonic line withdrawn meanwhile
+ * learns from the others: lines_relearn_rate). */
+static bool round_line_teaches(const struct lines_cpu *c, enum clock_lines kind)
+{
+	return kind == CLOCK_LINES_MONOTONIC ? !c->withdrawn[kind] : raw_lines_cpu_answers(c);
+}
+
+/* Counts cpu's sample of kind, just taken, toward the round's narrowest
+ * sandwich of that kind and its machine's slope. */
+static void round_gather(struct round_pass *r, enum clock_lines kind, uint32_t cpu)
+{
+	const struct lines_cpu *c = &lines_cpus[cpu];
+	const struct calib_sample *sample = &round_samples[kind][cpu];
+	struct round_kind *k = &r->kinds[kind];
+	uint64_t estimate, uncertainty;
+
+	cpu_mask_set(k->sampled, cpu);
+	if (sample->width_ns < k->narrowest.width_ns)
+		k->narrowest = *sample;
+	if (round_line_teaches(c, kind) &&
+	    calib_slope_estimate(&c->calib[kind], sample, &estimate, &uncertainty) &&
+	    uncertainty < k->best_uncertainty) {
+		k->best_uncertainty = uncertainty;
+		k->shared_mult = estimate;
+	}
+}
+
+/* Visits cpu: pins the thread there and takes its samples (both kinds of
+ * line). False when someone else moved the thread meanwhile: the round
+ * visits no more CPUs. */
+static bool round_visit(struct round_pass *r, uint32_t cpu)
+{
+	uint64_t visit_start;
+	uint32_t node;
+	bool taken;
+
+	/* A CPU that was not free lately is left to its validity. The
+	 * thread still rests there too: resting on the other CPUs alone
+	 * (one, on two CPUs) would pin it where a real-time thread that
+	 * takes that CPU later holds it, and no reader moves a thread
+	 * between rounds (placement_rescue frees visits only). */
+	if (round_visit_skipped(cpu, r->start_ns)) {
+		cpu_mask_set(r->resting_cpus, cpu);
+		r->usable++;
+		return true;
+	}
+	visit_start = libc_monotonic_ns();
+	placement_visit_begin(cpu);
+	/* Outside this process's cpuset the kernel refuses the pin:
+	 * no thread of the process can run there either. Moved by
+	 * someone else meanwhile: the mask stays as they set it. */
+	if (!placement_pin(cpu)) {
+		round_visit_end(cpu, visit_start);
+		if (placement_moved())
+			return false;
+		lines_cpu_leaves(cpu);
+		return true;
+	}
+	lines_cpu_allow(cpu);
+	cpu_mask_set(r->usable_cpus, cpu);
+	cpu_mask_set(r->resting_cpus, cpu);
+	r->usable++;
+	taken = round_sample_one(cpu);
+	if (taken && round_sample(cpu, CLOCK_LINES_RAW, &node))
+		round_gather(r, CLOCK_LINES_RAW, cpu);
+	if (round_visit_end(cpu, visit_start) && taken)
+		round_gather(r, CLOCK_LINES_MONOTONIC, cpu);
+	return true;
+}
+
+/* Aims each sample of kind at the round's narrowest sandwich of kind,
+ * within its own (calib_sample_toward); returns when the next round is due:
+ * scheduled_ns, or as soon as any CPU's line needs it
+ * (calib_next_interval_ns), so that every CPU pays its error back over the
+ * same span. */
+static uint64_t round_aim(struct round_pass *r, enum clock_lines kind, uint64_t scheduled_ns,
+			  bool restart)
+{
+	struct round_kind *k = &r->kinds[kind];
+	uint64_t next_interval_ns = scheduled_ns;
+
+	for (uint32_t cpu = cpu_mask_next(k->sampled, PLACEMENT_MASK_WORDS, 0); cpu < CPU_MAX_CPUS;
+	     cpu = cpu_mask_next(k->sampled, PLACEMENT_MASK_WORDS, cpu + 1)) {
+		struct calib_sample *sample = &round_samples[kind][cpu];
 		uint64_t wanted;
 
-		round_samples[cpu] =
-		    calib_sample_toward(round_samples[cpu], narrowest, shared_mult);
+		*sample = calib_sample_toward(*sample, k->narrowest, k->shared_mult);
 		wanted = restart ? CALIB_MIN_INTERVAL_NS
-				 : calib_next_interval_ns(&lines_cpus[cpu].calib,
-							  &round_samples[cpu], scheduled_ns);
+				 : calib_next_interval_ns(&lines_cpus[cpu].calib[kind], sample,
+							  scheduled_ns);
 		if (wanted < next_interval_ns)
 			next_interval_ns = wanted;
 	}
-	raw_wanted = raw_lines_aim(&raw, scheduled_ns, restart);
-	if (raw_wanted < next_interval_ns)
-		next_interval_ns = raw_wanted;
-	relaunched = lines_relaunch_if_lapsed();
-	lines_shorten_validity(shared_mult);
-	for (uint32_t cpu = cpu_mask_next(sampled, PLACEMENT_MASK_WORDS, 0); cpu < CPU_MAX_CPUS;
-	     cpu = cpu_mask_next(sampled, PLACEMENT_MASK_WORDS, cpu + 1)) {
-		const struct lines_cpu *c = &lines_cpus[cpu];
-		/* A raw line its readers left (libc answered there) restarts
-		 * on its sample, as the monotonic line does (round_update_one). */
-		bool raw_restart = restart || (c->raw.line.mult != 0 && !raw_lines_cpu_answers(c));
+	return next_interval_ns;
+}
 
-		if (!round_update_one(cpu, &round_samples[cpu], next_interval_ns, shared_mult,
-				      restart))
+/* Draws every sampled CPU's lines (both kinds) and publishes them; the
+ * lines it could not renew are withdrawn. A CPU's raw line is drawn only
+ * where its monotonic line was, under whose validity it answers. True when
+ * the lines had lapsed before (lines_relaunch_if_lapsed): every line
+ * restarted. */
+static bool round_draw(struct round_pass *r, uint64_t next_interval_ns, bool restart)
+{
+	const struct round_kind *mono = &r->kinds[CLOCK_LINES_MONOTONIC];
+	const struct round_kind *raw = &r->kinds[CLOCK_LINES_RAW];
+	bool relaunched = lines_relaunch_if_lapsed();
+
+	lines_shorten_validity(mono->shared_mult);
+	for (uint32_t cpu = cpu_mask_next(mono->sampled, PLACEMENT_MASK_WORDS, 0);
+	     cpu < CPU_MAX_CPUS;
+	     cpu = cpu_mask_next(mono->sampled, PLACEMENT_MASK_WORDS, cpu + 1)) {
+		/* Before either line moves: a raw line whose readers left it
+		 * (as they do where the monotonic line does not answer)
+		 * restarts on its sample. */
+		bool raw_left = lines_cpu_left(cpu, CLOCK_LINES_RAW);
+
+		if (!lines_cpu_update(cpu, CLOCK_LINES_MONOTONIC,
+				      &round_samples[CLOCK_LINES_MONOTONIC][cpu], next_interval_ns,
+				      mono->shared_mult, restart,
+				      lines_cpu_left(cpu, CLOCK_LINES_MONOTONIC)))
 			continue;
-		cpu_mask_set(renewed, cpu);
-		raw_lines_update(&raw, cpu, next_interval_ns, raw_restart);
+		cpu_mask_set(r->renewed, cpu);
+		if (!cpu_mask_has(raw->sampled, cpu))
+			lines_raw_withdraw(cpu);
+		else
+			lines_cpu_update(cpu, CLOCK_LINES_RAW, &round_samples[CLOCK_LINES_RAW][cpu],
+					 next_interval_ns, raw->shared_mult, restart, raw_left);
 	}
-	lines_withdraw_unsampled(renewed);
+	lines_withdraw_unsampled(r->renewed);
 	if (restart)
 		debug_log("the counter and the kernel's clock parted between rounds (a suspend, a "
 			  "paused VM): lines restarted at their samples");
-	for (uint32_t cpu = cpu_mask_next(usable_cpus, PLACEMENT_MASK_WORDS, 0); cpu < CPU_MAX_CPUS;
-	     cpu = cpu_mask_next(usable_cpus, PLACEMENT_MASK_WORDS, cpu + 1)) {
-		struct lines_cpu *c = &lines_cpus[cpu];
+	return relaunched;
+}
+
+/* How many of the CPUs pinned to have a line that answers; *mult: the
+ * last one's slope, *steady: whether each counts toward the clocksource's
+ * probation (round_cpu_steady). */
+static unsigned round_count_lines(const struct round_pass *r, uint64_t *mult, bool *steady)
+{
+	unsigned with_line = 0;
+
+	*mult = 0;
+	*steady = true;
+	for (uint32_t cpu = cpu_mask_next(r->usable_cpus, PLACEMENT_MASK_WORDS, 0);
+	     cpu < CPU_MAX_CPUS;
+	     cpu = cpu_mask_next(r->usable_cpus, PLACEMENT_MASK_WORDS, cpu + 1)) {
+		const struct lines_cpu *c = &lines_cpus[cpu];
 
 		if (lines_cpu_answers(c)) {
 			with_line++;
-			mult = c->calib.slope_mult;
-			steady = steady && round_cpu_steady(c);
+			*mult = c->calib[CLOCK_LINES_MONOTONIC].slope_mult;
+			*steady = *steady && round_cpu_steady(c);
 		}
 	}
-	placement_round_end(home, resting_cpus, usable > 0);
+	return with_line;
+}
+
+/* Ends the round: the thread back where it rests, the lines trusted. */
+static void round_end(const struct round_pass *r, unsigned with_line, uint64_t mult, bool restarted)
+{
+	placement_round_end(r->home, r->resting_cpus, r->usable > 0);
 	/* Readers trust the lines for as long as they stay within the budget
 	 * of the kernel's clock (watch.h), and the watch looks before then;
 	 * after that (a stopped or starved thread, a suspend) they answer with
@@ -360,14 +337,42 @@ struct round_result round_run(uint64_t scheduled_ns, bool restart)
 	if (with_line > 0) {
 		uint64_t tsc = cpu_rdtsc(), now = libc_monotonic_ns();
 
-		lines_trust(tsc, mult, lines_window(tsc, now, NULL, 0), restart || relaunched);
+		lines_trust(tsc, mult, lines_window(tsc, now, NULL, 0), restarted);
 	}
 	lines_set_published(with_line);
 	__atomic_store_n(&round_in_progress, false, __ATOMIC_RELAXED);
+}
+
+/* First every CPU's sample, then the machine's slope from the least
+ * uncertain of them, then every line drawn with it and aimed, within its
+ * own sandwich, at the round's narrowest sandwich (calib.h). */
+struct round_result round_run(uint64_t scheduled_ns, bool restart)
+{
+	struct round_pass r;
+	uint64_t next_interval_ns, raw_wanted, mult;
+	unsigned with_line;
+	bool steady, relaunched;
+
+	round_begin(&r);
+	for (uint32_t cpu = cpu_mask_next(r.visit, PLACEMENT_MASK_WORDS, 0); cpu < CPU_MAX_CPUS;
+	     cpu = cpu_mask_next(r.visit, PLACEMENT_MASK_WORDS, cpu + 1))
+		if (!round_visit(&r, cpu))
+			break;
+	/* The monotonic samples only: a raw line is drawn only where the
+	 * monotonic one is (round_draw). */
+	round_forget_old_samples(r.kinds[CLOCK_LINES_MONOTONIC].sampled);
+	next_interval_ns = round_aim(&r, CLOCK_LINES_MONOTONIC, scheduled_ns, restart);
+	raw_wanted = round_aim(&r, CLOCK_LINES_RAW, scheduled_ns, restart);
+	if (raw_wanted < next_interval_ns)
+		next_interval_ns = raw_wanted;
+	relaunched = round_draw(&r, next_interval_ns, restart);
+	with_line = round_count_lines(&r, &mult, &steady);
+	round_end(&r, with_line, mult, restart || relaunched);
 	return (struct round_result){ .with_line = with_line,
-				      .usable = usable,
+				      .usable = r.usable,
 				      .steady = with_line > 0 && steady,
-				      .narrowest_ns = narrowest.width_ns,
+				      .narrowest_ns =
+					  r.kinds[CLOCK_LINES_MONOTONIC].narrowest.width_ns,
 				      .next_interval_ns = next_interval_ns };
 }
 
@@ -396,11 +401,11 @@ uint64_t round_next_deadline(uint64_t scheduled_ns)
 		if (c->unreachable_backoff_ns != 0 && !lines_cpu_answers(c) &&
 		    c->unreachable_until_ns > now && c->unreachable_until_ns < deadline)
 			deadline = c->unreachable_until_ns;
-		due = calib_first_line_due_ns(&c->calib);
+		due = calib_first_line_due_ns(&c->calib[CLOCK_LINES_MONOTONIC]);
 		if (due == 0)
 			continue;
 		/* A tenth more, as the next sandwich may be a little wider. */
-		due += (due - c->calib.anchor.ns) / 10;
+		due += (due - c->calib[CLOCK_LINES_MONOTONIC].anchor.ns) / 10;
 		if (due < deadline)
 			deadline = due;
 	}

@@ -1,8 +1,9 @@
 /* One calibration round: the refresh thread pins itself in turn to every
  * CPU a thread of the program runs on (placement.h), takes sandwiches of
- * the kernel's CLOCK_MONOTONIC around a counter read taken the way this CPU
- * allows, hands the narrowest to the calibration arithmetic (calib.h: this
- * file is its only driver), and publishes the lines that come out. */
+ * the kernel's clock of each kind of line (CLOCK_MONOTONIC, then
+ * CLOCK_MONOTONIC_RAW: enum clock_lines) around a counter read taken the
+ * way this CPU allows, aims the narrowest with the calibration arithmetic
+ * (calib.h), and has lines.c draw and publish the lines that come out. */
 #ifndef FASTTIME_ROUND_H
 #define FASTTIME_ROUND_H
 
@@ -21,14 +22,6 @@ _Static_assert(ROUND_SANDWICHES <= SANDWICH_MAX_PER_VISIT, "a visit's sandwiches
  * by CALIB_INTERVAL_GROWTH until they reach the configured one; the first is
  * the shortest a calibration allows. */
 #define ROUND_FIRST_INTERVAL_NS CALIB_MIN_INTERVAL_NS
-/* How long rounds skip a CPU after its first slow visit (a real-time
- * thread owns it); doubled at each one after, up to the last. The skips
- * start again from the first once the CPU has let every visit through for
- * FORGET: longer than the last skip and the visit that ends it, which a
- * throttled real-time thread may let through. */
-#define ROUND_UNREACHABLE_FIRST_NS  1000000000ull
-#define ROUND_UNREACHABLE_LAST_NS   16000000000ull
-#define ROUND_UNREACHABLE_FORGET_NS (2 * ROUND_UNREACHABLE_LAST_NS)
 
 /* What a round found. */
 struct round_result {
@@ -56,14 +49,6 @@ uint64_t round_interval_after(unsigned round, uint64_t configured_ns);
  * baseline the first-line rule needs, plus a tenth), or when a CPU whose
  * line a skipped visit withdrew may be visited again. */
 uint64_t round_next_deadline(uint64_t scheduled_ns);
-/* Notes a visit to c's CPU that ended at now: free (the thread ran there
- * within PLACEMENT_VISIT_MAX_NS, and no reader moved it) or not. A visit
- * that was not free makes the rounds skip the CPU (ROUND_UNREACHABLE_*);
- * returns the skip's length then, 0 after a free visit. */
-uint64_t round_note_visit(struct lines_cpu *c, bool was_free, uint64_t now);
-/* Whether a visit waited (round_note_visit) within ROUND_UNREACHABLE_FORGET_NS
- * of now: a real-time thread took a CPU lately. Any thread may ask. */
-bool round_visits_waited_lately(uint64_t now);
 /* In a fork child: a round the fork cut short may have left a CPU's state
  * half-written; the calibration starts over rather than trust it. */
 void round_after_fork(void);

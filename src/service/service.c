@@ -9,7 +9,7 @@
 #include "libc.h"
 #include "placement.h"
 #include "refresh.h"
-#include "round.h"
+#include "lines.h"
 #include "table.h"
 #include "verdict.h"
 
@@ -62,7 +62,7 @@ uint64_t service_look_again_ns(uint64_t idle_ns)
 {
 	const uint64_t taken_ns = 100000000ull;
 
-	return round_visits_waited_lately(libc_monotonic_ns()) && taken_ns < idle_ns ? taken_ns
+	return lines_visits_waited_lately(libc_monotonic_ns()) && taken_ns < idle_ns ? taken_ns
 										     : idle_ns;
 }
 

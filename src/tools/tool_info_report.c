@@ -165,7 +165,7 @@ const char *tool_info_report_kernel_clock(const struct tool_info_report *report)
 uint32_t tool_info_report_reference_cpu(const struct tool_info_report *report)
 {
 	for (unsigned i = 0; report->calibrated && i < report->cpu_count; i++)
-		if (lines_cpus[report->cpus[i]].calib.line.mult != 0)
+		if (lines_cpus[report->cpus[i]].calib[CLOCK_LINES_MONOTONIC].line.mult != 0)
 			return report->cpus[i];
 	return report->cpu_count > 0 ? report->cpus[0] : 0;
 }
@@ -178,22 +178,23 @@ void tool_info_report_cpu_row(const struct tool_info_report *report, uint32_t cp
 
 	memset(row, 0, sizeof *row);
 	row->visited = report->calibrated && c->last_sample_mono_ns != 0;
-	row->has_line = report->calibrated && c->calib.line.mult != 0;
-	row->has_rate = row->visited && c->calib.slope_mult != 0;
+	row->has_line = report->calibrated && c->calib[CLOCK_LINES_MONOTONIC].line.mult != 0;
+	row->has_rate = row->visited && c->calib[CLOCK_LINES_MONOTONIC].slope_mult != 0;
 	row->dropped = c->dropped;
 	if (row->visited) {
 		row->node = c->node;
 		row->refreshed_ms_ago = (double)(int64_t)(now_ns - c->last_sample_mono_ns) / 1e6;
-		row->sandwich_ns = c->calib.narrowest_width_ns;
+		row->sandwich_ns = c->calib[CLOCK_LINES_MONOTONIC].narrowest_width_ns;
 	}
 	if (row->has_rate)
-		row->ghz = TOOL_INFO_TWO_64 / (double)c->calib.slope_mult;
+		row->ghz = TOOL_INFO_TWO_64 / (double)c->calib[CLOCK_LINES_MONOTONIC].slope_mult;
 	if (row->has_line) {
 		/* Lines are compared at one counter value: how far apart two
 		 * CPUs' readings would be for the same tick. */
-		row->offset_ns = (int64_t)c->calib.line.offset;
-		row->versus_ns = (int64_t)(calib_line_eval(c->calib.line, tsc) -
-					   calib_line_eval(reference->calib.line, tsc));
-		row->error_ns = c->calib.last_error_ns;
+		row->offset_ns = (int64_t)c->calib[CLOCK_LINES_MONOTONIC].line.offset;
+		row->versus_ns =
+		    (int64_t)(calib_line_eval(c->calib[CLOCK_LINES_MONOTONIC].line, tsc) -
+			      calib_line_eval(reference->calib[CLOCK_LINES_MONOTONIC].line, tsc));
+		row->error_ns = c->calib[CLOCK_LINES_MONOTONIC].last_error_ns;
 	}
 }

@@ -115,7 +115,8 @@ int main(void)
 	 * refresh thread renews here: keep the lines fresh for the test. */
 	table_set_validity(0, UINT64_MAX);
 	for (uint32_t cpu = 0; cpu < CPU_MAX_CPUS; cpu++)
-		if (lines_cpus[cpu].allowed && lines_cpus[cpu].calib.line.mult != 0)
+		if (lines_cpus[cpu].allowed &&
+		    lines_cpus[cpu].calib[CLOCK_LINES_MONOTONIC].line.mult != 0)
 			lined[n++] = cpu;
 	printf("mode %s, reading %s with the CPU id from %s, %u CPU(s) with a line\n",
 	       settings.relaxed ? "relaxed" : "ordered",
@@ -125,13 +126,13 @@ int main(void)
 
 	for (unsigned run = 0; run < CHOICE_RUNS; run++) {
 		uint32_t caller = lined[run % n];
-		struct calib_cpu saved = lines_cpus[caller].calib;
+		struct calib_cpu saved = lines_cpus[caller].calib[CLOCK_LINES_MONOTONIC];
 		bool made;
 
 		/* The caller's CPU loses its line (with one CPU, it keeps it:
 		 * there is nowhere else to measure). */
 		if (n > 1) {
-			calib_cpu_reset(&lines_cpus[caller].calib);
+			calib_cpu_reset(&lines_cpus[caller].calib[CLOCK_LINES_MONOTONIC]);
 			table_withdraw(caller);
 		}
 		if (!choice_pin(caller)) {
@@ -140,7 +141,7 @@ int main(void)
 		}
 		made = refresh_choose_now();
 		if (n > 1) {
-			lines_cpus[caller].calib = saved;
+			lines_cpus[caller].calib[CLOCK_LINES_MONOTONIC] = saved;
 			table_publish(caller, saved.line);
 		}
 		if (!made) {

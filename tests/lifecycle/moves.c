@@ -805,7 +805,7 @@ static void moves_slew_under(const char *name, int64_t ppm)
 	moves_judge_under(name, ppm, "while it slewed", during, MOVES_SLEW_ERROR_NS);
 	moves_judge_under(name, ppm, "after it, until the load ended", after, MOVES_SLEW_ERROR_NS);
 	/* Long enough for a CPU the rounds skipped after a stuck visit (1 s,
-	 * ROUND_UNREACHABLE_FIRST_NS in round.h) to have its line again. */
+	 * LINES_UNREACHABLE_FIRST_NS in lines.h) to have its line again. */
 	moves_follow_every_cpu(name, ppm, 1500, MOVES_SETTLED_UNDER_LOAD_ERROR_NS);
 }
 

@@ -163,9 +163,9 @@ START_TEST(test_refresh_wakes_for_first_line)
 	memset(lines_cpus, 0, sizeof lines_cpus);
 	ck_assert_uint_eq(round_next_deadline(scheduled), scheduled);
 	c->allowed = true;
-	c->calib.has_anchor = true;
-	c->calib.anchor.ns = anchor_ns;
-	c->calib.anchor.width_ns = 1200;
+	c->calib[CLOCK_LINES_MONOTONIC].has_anchor = true;
+	c->calib[CLOCK_LINES_MONOTONIC].anchor.ns = anchor_ns;
+	c->calib[CLOCK_LINES_MONOTONIC].anchor.width_ns = 1200;
 	ck_assert_uint_eq(round_next_deadline(scheduled), due);
 	ck_assert_uint_eq(round_next_deadline(anchor_ns + 100000000), anchor_ns + 100000000);
 	c->dropped = true;
@@ -174,7 +174,7 @@ START_TEST(test_refresh_wakes_for_first_line)
 	c->allowed = false;
 	ck_assert_uint_eq(round_next_deadline(scheduled), scheduled);
 	c->allowed = true;
-	c->calib.line.mult = 1ull << 63;
+	c->calib[CLOCK_LINES_MONOTONIC].line.mult = 1ull << 63;
 	ck_assert_uint_eq(round_next_deadline(scheduled), scheduled);
 	memset(lines_cpus, 0, sizeof lines_cpus);
 }
@@ -191,7 +191,7 @@ START_TEST(test_refresh_window_walks_every_line)
 	memset(lines_cpus, 0, sizeof lines_cpus);
 	ck_assert_uint_eq(lines_window(0, 0, NULL, 0), WATCH_VALID_NS);
 	lines_cpu_allow(last);
-	lines_cpus[last].calib.line.mult = 1ull << 63;
+	lines_cpus[last].calib[CLOCK_LINES_MONOTONIC].line.mult = 1ull << 63;
 	lines_cpus[last].last_width_ns = WATCH_LINE_BUDGET_NS;
 	ck_assert_uint_eq(lines_window(0, 0, NULL, 0), 0);
 	lines_cpu_leaves(last);
@@ -213,15 +213,15 @@ START_TEST(test_refresh_wakes_when_skip_ends)
 
 	memset(lines_cpus, 0, sizeof lines_cpus);
 	c->allowed = true;
-	c->withdrawn = true;
-	c->calib.line.mult = 1ull << 63;
+	c->withdrawn[CLOCK_LINES_MONOTONIC] = true;
+	c->calib[CLOCK_LINES_MONOTONIC].line.mult = 1ull << 63;
 	c->unreachable_backoff_ns = 1000000000ull;
 	c->unreachable_until_ns = skip_end;
 	ck_assert_uint_eq(round_next_deadline(scheduled), skip_end);
 	ck_assert_uint_eq(round_next_deadline(now + 500000000ull), now + 500000000ull);
-	c->withdrawn = false;
+	c->withdrawn[CLOCK_LINES_MONOTONIC] = false;
 	ck_assert_uint_eq(round_next_deadline(scheduled), scheduled);
-	c->withdrawn = true;
+	c->withdrawn[CLOCK_LINES_MONOTONIC] = true;
 	c->unreachable_until_ns = now - 1;
 	ck_assert_uint_eq(round_next_deadline(scheduled), scheduled);
 	c->unreachable_until_ns = skip_end;
@@ -239,32 +239,34 @@ END_TEST
 START_TEST(test_refresh_skips_grow_while_taken)
 {
 	const uint64_t s = 1000000000ull, t0 = 1000 * s;
-	struct lines_cpu c;
-	uint64_t t = t0, expected = ROUND_UNREACHABLE_FIRST_NS;
+	const uint32_t cpu = 1;
+	const struct lines_cpu *c = &lines_cpus[cpu];
+	uint64_t t = t0, expected = LINES_UNREACHABLE_FIRST_NS;
 
-	memset(&c, 0, sizeof c);
-	ck_assert_uint_eq(round_note_visit(&c, true, t), 0);
+	memset(lines_cpus, 0, sizeof lines_cpus);
+	ck_assert_uint_eq(lines_cpu_note_visit(cpu, true, t), 0);
 	for (unsigned i = 0; i < 7; i++) {
-		uint64_t skip = round_note_visit(&c, false, t);
+		uint64_t skip = lines_cpu_note_visit(cpu, false, t);
 
 		ck_assert_uint_eq(skip, expected);
-		ck_assert_uint_eq(c.unreachable_until_ns, t + skip);
+		ck_assert_uint_eq(c->unreachable_until_ns, t + skip);
 		/* The visit that ends the skip gets through; the next waits. */
 		t += skip + s / 20;
-		ck_assert_uint_eq(round_note_visit(&c, true, t), 0);
-		ck_assert_uint_eq(c.unreachable_until_ns, 0);
+		ck_assert_uint_eq(lines_cpu_note_visit(cpu, true, t), 0);
+		ck_assert_uint_eq(c->unreachable_until_ns, 0);
 		t += s / 10;
-		if (expected < ROUND_UNREACHABLE_LAST_NS)
+		if (expected < LINES_UNREACHABLE_LAST_NS)
 			expected *= 2;
 	}
 	/* Free for less than 32 s since the last wait: the next wait is
 	 * skipped for 16 s; free for longer, the next one for 1 s again. */
-	t = c.unreachable_last_ns + ROUND_UNREACHABLE_FORGET_NS - s;
-	ck_assert_uint_eq(round_note_visit(&c, true, t), 0);
-	ck_assert_uint_eq(round_note_visit(&c, false, t + s), ROUND_UNREACHABLE_LAST_NS);
-	t = c.unreachable_last_ns + ROUND_UNREACHABLE_FORGET_NS + 1;
-	ck_assert_uint_eq(round_note_visit(&c, true, t), 0);
-	ck_assert_uint_eq(round_note_visit(&c, false, t + s), ROUND_UNREACHABLE_FIRST_NS);
+	t = c->unreachable_last_ns + LINES_UNREACHABLE_FORGET_NS - s;
+	ck_assert_uint_eq(lines_cpu_note_visit(cpu, true, t), 0);
+	ck_assert_uint_eq(lines_cpu_note_visit(cpu, false, t + s), LINES_UNREACHABLE_LAST_NS);
+	t = c->unreachable_last_ns + LINES_UNREACHABLE_FORGET_NS + 1;
+	ck_assert_uint_eq(lines_cpu_note_visit(cpu, true, t), 0);
+	ck_assert_uint_eq(lines_cpu_note_visit(cpu, false, t + s), LINES_UNREACHABLE_FIRST_NS);
+	memset(lines_cpus, 0, sizeof lines_cpus);
 }
 END_TEST
 
@@ -280,17 +282,17 @@ START_TEST(test_refresh_drop_after_15_s)
 
 	memset(c, 0, sizeof *c);
 	table_publish(cpu, line);
-	lines_cpu_failed(cpu, c, t0);
-	lines_cpu_failed(cpu, c, t0 + LINES_DROP_AFTER_NS - 1);
+	lines_cpu_failed(cpu, t0);
+	lines_cpu_failed(cpu, t0 + LINES_DROP_AFTER_NS - 1);
 	ck_assert(!c->dropped);
 	ck_assert_uint_eq(table_page.records[cpu].mult, line.mult);
-	/* A success: failing_since_ns is cleared, as round_update_one does. */
+	/* A success: failing_since_ns is cleared, as lines_cpu_update does. */
 	c->failing_since_ns = 0;
-	lines_cpu_failed(cpu, c, t0 + LINES_DROP_AFTER_NS + 5);
+	lines_cpu_failed(cpu, t0 + LINES_DROP_AFTER_NS + 5);
 	ck_assert(!c->dropped);
-	lines_cpu_failed(cpu, c, t0 + 2 * LINES_DROP_AFTER_NS + 4);
+	lines_cpu_failed(cpu, t0 + 2 * LINES_DROP_AFTER_NS + 4);
 	ck_assert(!c->dropped);
-	lines_cpu_failed(cpu, c, t0 + 2 * LINES_DROP_AFTER_NS + 5);
+	lines_cpu_failed(cpu, t0 + 2 * LINES_DROP_AFTER_NS + 5);
 	ck_assert(c->dropped);
 	ck_assert_uint_eq(table_page.records[cpu].mult, 0);
 	ck_assert_uint_eq(table_page.records[cpu].offset, 0);
