@@ -6,6 +6,7 @@
 #include "settings.h"
 
 #include "cpu.h"
+#include "start_data.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -109,20 +110,15 @@ uint32_t settings_parse_hwcaps(const char *value, const char **bad, size_t *bad_
 	return hidden;
 }
 
-/* One warning line for the first item of FASTTIME_HWCAPS it cannot use; the
- * items it knows still apply. */
-static uint32_t settings_hwcaps(settings_lookup_fn lookup, settings_warn_fn warn)
+/* The warning for the first item of FASTTIME_HWCAPS it cannot use. Apart,
+ * and never inlined: its initialised buffer, copied from the read-only data
+ * at the function's entry, would otherwise be copied at every process
+ * start. */
+__attribute__((noinline)) static void settings_warn_hwcaps(settings_warn_fn warn, const char *bad,
+							   size_t bad_len)
 {
-	const char *value = lookup("FASTTIME_HWCAPS"), *bad;
 	char item[48], expected[160] = "a comma-separated list of";
-	size_t bad_len;
-	uint32_t hidden;
 
-	if (value == NULL)
-		return 0;
-	hidden = settings_parse_hwcaps(value, &bad, &bad_len);
-	if (bad == NULL)
-		return hidden;
 	snprintf(item, sizeof item, "%.*s", (int)(bad_len < 40 ? bad_len : 40), bad);
 	for (unsigned bit = 0; cpu_hwcap_names[bit] != NULL; bit++) {
 		size_t used = strlen(expected);
@@ -130,6 +126,21 @@ static uint32_t settings_hwcaps(settings_lookup_fn lookup, settings_warn_fn warn
 			 cpu_hwcap_names[bit]);
 	}
 	settings_warn_value(warn, "FASTTIME_HWCAPS", item, expected, "the others");
+}
+
+/* One warning line for the first item of FASTTIME_HWCAPS it cannot use; the
+ * items it knows still apply. */
+static uint32_t settings_hwcaps(settings_lookup_fn lookup, settings_warn_fn warn)
+{
+	const char *value = lookup("FASTTIME_HWCAPS"), *bad;
+	size_t bad_len;
+	uint32_t hidden;
+
+	if (value == NULL)
+		return 0;
+	hidden = settings_parse_hwcaps(value, &bad, &bad_len);
+	if (bad != NULL)
+		settings_warn_hwcaps(warn, bad, bad_len);
 	return hidden;
 }
 
@@ -202,15 +213,24 @@ static bool settings_contains(const char *text, const char *word)
 	return false;
 }
 
+/* The words every process start looks for in its environment. Kept with
+ * the start's variables (start_data.h), not among the read-only data: the
+ * constructor of a process without FASTTIME_* variables then reads no
+ * page of those, and the first read of one is a page fault of every
+ * process start. */
+static char settings_prefix[] START_DATA = "FASTTIME_";
+static char settings_preload[] START_DATA = "LD_PRELOAD=";
+static char settings_valgrind[] START_DATA = "vgpreload_core";
+
 bool settings_environment_matters(char *const *env)
 {
 	if (env == NULL)
 		return false;
 	for (; *env != NULL; env++) {
-		if (settings_begins_with(*env, "FASTTIME_"))
+		if (settings_begins_with(*env, settings_prefix))
 			return true;
-		if (settings_begins_with(*env, "LD_PRELOAD=") &&
-		    settings_contains(*env, "vgpreload_core"))
+		if (settings_begins_with(*env, settings_preload) &&
+		    settings_contains(*env, settings_valgrind))
 			return true;
 	}
 	return false;

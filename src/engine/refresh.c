@@ -25,6 +25,7 @@
 #include "api_choice.h"
 #include "clock.h"
 #include "debug.h"
+#include "fork_handler.h"
 #include "libc.h"
 #include "look.h"
 #include "placement.h"
@@ -550,7 +551,7 @@ void refresh_watch_forks(void)
 	if (!refresh_forks_to_watch || __atomic_load_n(&watching, __ATOMIC_ACQUIRE) ||
 	    __atomic_exchange_n(&watching, true, __ATOMIC_ACQ_REL))
 		return;
-	pthread_atfork(NULL, NULL, refresh_after_fork_in_child);
+	fork_handler_register(refresh_after_fork_in_child);
 }
 
 void refresh_note_new_time_namespace_for_children(void)

@@ -15,6 +15,7 @@
 #include <pthread.h>
 #include <string.h>
 
+#include "fork_handler.h"
 #include "start_data.h"
 
 typedef signal_guard_handler (*signal_guard_signal_fn)(int, signal_guard_handler);
@@ -115,7 +116,7 @@ void signal_guard_watch_forks(void)
 	if (__atomic_load_n(&watching, __ATOMIC_ACQUIRE) ||
 	    __atomic_exchange_n(&watching, true, __ATOMIC_ACQ_REL))
 		return;
-	pthread_atfork(NULL, NULL, signal_guard_after_fork_in_child);
+	fork_handler_register(signal_guard_after_fork_in_child);
 }
 
 /* Takes sig's install flag if no install holds it; never waits. */

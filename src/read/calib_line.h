@@ -20,12 +20,22 @@ struct calib_line {
  * a reader compare them with the counter it already read. */
 static inline uint64_t calib_line_ticks_for_ns(uint64_t mult, uint64_t ns)
 {
-	unsigned __int128 ticks;
+	uint64_t ticks, remainder;
 
 	if (mult == 0)
 		return 0;
-	ticks = ((unsigned __int128)ns << 64) / mult;
-	return ticks > UINT64_MAX ? UINT64_MAX : (uint64_t)ticks;
+	/* (ns * 2^64) / mult reaches 2^64 exactly when ns >= mult. Below,
+	 * the quotient fits, and one divide instruction takes it: libgcc's
+	 * 128-bit division lies at the far end of the library's code, a page
+	 * that a served process start would otherwise fault in for this. */
+	if (ns >= mult)
+		return UINT64_MAX;
+	__asm__("divq %[mult]"
+		: "=a"(ticks), "=d"(remainder)
+		: "a"((uint64_t)0), "d"(ns), [mult] "rm"(mult)
+		: "cc");
+	(void)remainder;
+	return ticks;
 }
 
 #endif

@@ -358,6 +358,12 @@ service_page_find_user(const struct service_page_expect *expect, bool attach, ch
 	       service_page_find_at(user, false, expect, attach, path, look);
 }
 
+/* The system's page, where a process without FASTTIME_PAGE looks: its
+ * path is read by the kernel at every such start, and kept with the
+ * start's variables (start_data.h), not among the read-only data, whose
+ * first page read would be a page fault of its own. */
+static char service_page_system_path[] START_DATA = SERVICE_PAGE_SYSTEM_PATH;
+
 bool service_page_find(const struct settings *settings, bool rseq_registered, bool attach,
 		       char path[PATH_MAX], struct service_page_look *look)
 {
@@ -374,7 +380,7 @@ bool service_page_find(const struct settings *settings, bool rseq_registered, bo
 	 * user's. */
 	if (settings->page != NULL)
 		return service_page_find_at(settings->page, true, &expect, attach, path, look);
-	if (service_page_find_at(SERVICE_PAGE_SYSTEM_PATH, false, &expect, attach, path, look))
+	if (service_page_find_at(service_page_system_path, false, &expect, attach, path, look))
 		return true;
 	return expect.uid != 0 && service_page_find_user(&expect, attach, path, look);
 }

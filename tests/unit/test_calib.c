@@ -668,6 +668,10 @@ START_TEST(test_calib_line_ticks_for_ns)
 	ck_assert_uint_eq(calib_line_ticks_for_ns(0, NS_PER_SEC), 0);
 	ck_assert_uint_eq(calib_line_ticks_for_ns(1, UINT64_MAX), UINT64_MAX);
 	ck_assert_uint_eq(calib_line_ticks_for_ns(1ull << 63, UINT64_MAX), UINT64_MAX);
+	/* The quotient's edge: 2^64 - 1 ticks and just beyond. */
+	ck_assert_uint_eq(calib_line_ticks_for_ns(1000, 999), 18428297329635842064ull);
+	ck_assert_uint_eq(calib_line_ticks_for_ns(1000, 1000), UINT64_MAX);
+	ck_assert_uint_eq(calib_line_ticks_for_ns(UINT64_MAX, UINT64_MAX - 1), UINT64_MAX - 1);
 	for (unsigned i = 0; i < 3; i++) {
 		uint64_t hz = calib_test_hz[i];
 		uint64_t ticks =
