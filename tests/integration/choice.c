@@ -53,8 +53,8 @@
  * has no line, none would be; measured on a CPU with a line, and made
  * again for the machine's load, all are. */
 #define CHOICE_MIN_MADE 90
-/* The counter must win by this much for "every entry point on libc" to be
- * a wrong choice rather than a close call on a noisy machine. */
+/* The counter must win by this much for clock_gettime(CLOCK_MONOTONIC) on
+ * libc to be a wrong choice rather than a close call on a noisy machine. */
 #define CHOICE_CLEAR_WIN	0.90
 #define CHOICE_REFERENCE_ROUNDS 15
 #define CHOICE_REFERENCE_CALLS	1000u
@@ -237,7 +237,7 @@ int main(void)
 	static uint32_t lined[CPU_MAX_CPUS];
 	struct settings settings;
 	const char *reason = test_machine_unusable();
-	unsigned n = 0, made = 0, on_libc = 0, rejected = 0, stale = 0, here = 0, wrong = 0;
+	unsigned n = 0, made = 0, on_libc = 0, rejected = 0, again = 0, here = 0, wrong = 0;
 	bool clear_win;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -268,7 +268,7 @@ int main(void)
 
 	for (unsigned run = 0; run < CHOICE_RUNS; run++) {
 		uint32_t caller = lined[run % n], chosen, expected;
-		int result = choice_from(caller, lined, n, &stale);
+		int result = choice_from(caller, lined, n, &again);
 
 		if (result < 0) {
 			printf("FAIL: cannot pin to cpu %u\n", caller);
@@ -308,7 +308,7 @@ int main(void)
 	       "%u not as their own figures say), %u thrown away, %u made again (load), %u left "
 	       "clock_gettime(CLOCK_MONOTONIC) on libc\n",
 	       CHOICE_RUNS, n > 1 ? "without a line" : "(the only one)", made, here, wrong,
-	       rejected, stale, on_libc);
+	       rejected, again, on_libc);
 	if (here > 0 || wrong > 0) {
 		printf("FAIL: %u choices measured on the caller's CPU without a line, %u chose "
 		       "against their own figures\n",
