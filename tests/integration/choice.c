@@ -22,8 +22,8 @@
  * Some such choices are no fault: on a KVM guest a call into the vDSO can
  * cost nearly twice its usual for milliseconds at a time, which a choice
  * spans, and the path read with the CPU id from getcpu is a chain of calls
- * where libc's is one; the choice's own figures then say libc (up to 39
- * choices of 100 have been seen so).
+ * where libc's is one; the choice's own figures then say libc; a
+ * neighbour's load makes such choices more frequent.
  * Each choice starts from the same fresh lines (the engine's lines put
  * back after each). A measurement thrown away for the machine's load says
  * nothing about the CPU: the lines lapsed (the round a choice runs first,
