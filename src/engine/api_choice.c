@@ -19,9 +19,6 @@
 
 #define API_CHOICE_CALLS  1000u
 #define API_CHOICE_ROUNDS 15u
-/* The fast path must win by this factor: a tie measured on a noisy machine
- * must not send an entry point through the library for nothing. */
-#define API_CHOICE_MARGIN 0.97
 
 struct api_cost api_choice_costs[ENTRY_COUNT];
 bool api_choice_made;

@@ -20,9 +20,13 @@ struct api_cost {
 	double fast_ns; /* 0: not measured (the lines cannot answer it yet) */
 };
 
+/* The fast path must win by this factor: a tie measured on a noisy machine
+ * must not send an entry point through the library for nothing. */
+#define API_CHOICE_MARGIN 0.97
+
 /* Measures each entry point's fast path (read as mode_flags, the
  * CLOCK_READ_BITS of clock.h, say) against libc's, alternating, and returns
- * the CLOCK_API_* bits of those that were clearly faster (by 3 %). The
+ * the CLOCK_API_* bits of those that were clearly faster (API_CHOICE_MARGIN). The
  * table must be valid. An entry point the lines cannot answer yet (a
  * clock whose offset or lines are not published) is measured on libc's
  * side only. *fallbacks counts the calls the counter could not
