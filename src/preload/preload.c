@@ -290,13 +290,12 @@ static inline union preload_libc_arg preload_fast_read_arg(enum preload_entry en
 /* After libc answered a clock with an offset (REALTIME, BOOTTIME, TAI, and
  * so gettimeofday and timespec_get; its lines stale, or none on this CPU):
  * this thread's monotonic floor is raised so that its next answer from the
- * TSC is not earlier than libc's (preload_clamp_after_libc). time()'s
+ * TSC is not earlier than libc's (preload_clamp_after_libc), at once or,
+ * where that answer can only come from a careful read, before it. time()'s
  * coarse seconds are never ahead of a later precise reading: nothing to
- * do, and no call. The caller keeps libc's errno. */
+ * do, and no call. libc's errno is kept (preload_clamp_after_libc). */
 static void preload_after_libc(enum preload_entry entry, const void *out, long rc)
 {
-	int saved_errno = errno;
-
 	switch (entry) {
 	case PRELOAD_TIME: return;
 	case PRELOAD_GETTIMEOFDAY:
@@ -313,7 +312,6 @@ static void preload_after_libc(enum preload_entry entry, const void *out, long r
 			preload_clamp_after_libc(preload_entry_offset(entry), timespec_to_ns(out));
 		break;
 	}
-	errno = saved_errno;
 }
 
 /* A CLOCK_MONOTONIC reading near now for the checks' period
@@ -346,7 +344,8 @@ static uint64_t preload_now_ns(enum preload_entry entry, const void *out, long r
  * careful read, and libc when that cannot answer either, with a step of
  * the clock followed and the clamp applied. Lines this thread found lapsed
  * under the validity the table still holds take no careful read: libc
- * answers at once (clock_lines_lapsed). */
+ * answers at once (clock_lines_lapsed). The careful read comes after the
+ * floor this thread's answers from libc owe (preload_clamp_settle). */
 static inline __attribute__((always_inline)) long preload_slow_path(enum preload_entry entry,
 								    void *out)
 {
@@ -355,8 +354,11 @@ static inline __attribute__((always_inline)) long preload_slow_path(enum preload
 	long rc;
 
 	preload_slow_path_start(preload_entry_lines(entry));
-	if (!stale && preload_careful(entry, flags, out, &rc))
-		return preload_give(entry, out, rc);
+	if (!stale) {
+		preload_clamp_settle();
+		if (preload_careful(entry, flags, out, &rc))
+			return preload_give(entry, out, rc);
+	}
 	/* The monotonic clocks have no step to follow. */
 	if (entry == PRELOAD_MONOTONIC || entry == PRELOAD_MONOTONIC_RAW) {
 		rc = preload_clamp(entry, out, preload_ask_libc(entry, out, PRELOAD_NO_ARG));

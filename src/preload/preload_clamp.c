@@ -25,12 +25,15 @@ void preload_clamp_lines(enum clock_lines lines, struct timespec *ts)
 }
 
 /* The earliest answer of the clock that is monotonic plus kind's offset
- * this thread may be given now: its clamped monotonic reading plus the
- * current offset; false before its first answer from the TSC. */
+ * this thread may be given now: its clamped monotonic reading (or what
+ * its answers from libc owe the floor, where that is later) plus the
+ * current offset; false before its first answer. */
 static bool preload_clamp_floor(enum clock_offset_kind kind, uint64_t *floor_ns)
 {
 	uint64_t last = clock_thread.last_mono_ns;
 
+	if (preload_clamp_owed_ns > last)
+		last = preload_clamp_owed_ns;
 	if (last == 0)
 		return false;
 	*floor_ns = last + clock_offset(kind);
@@ -137,7 +140,13 @@ time_t preload_clamp_seconds(time_t sec)
 	return sec;
 }
 
-void preload_clamp_after_libc(enum clock_offset_kind kind, uint64_t answer_ns)
+/* Raises this thread's monotonic floor to libc's CLOCK_MONOTONIC now,
+ * and further to owed_ns (libc's answer of a clock less the offset
+ * published with it) by at most PRELOAD_CLAMP_OFFSET_SLACK_NS: the
+ * thread's next answer from the TSC must not be earlier than libc's, but
+ * an offset further off than the slack is a step not followed yet, and
+ * CLOCK_MONOTONIC must not stand still for its length. */
+static void preload_clamp_raise(uint64_t owed_ns)
 {
 	struct timespec mono;
 	uint64_t now, wanted;
@@ -146,11 +155,32 @@ void preload_clamp_after_libc(enum clock_offset_kind kind, uint64_t answer_ns)
 	if (libc_clock_gettime(CLOCK_MONOTONIC, &mono) != 0)
 		return;
 	now = timespec_to_ns(&mono);
-	ahead = (int64_t)(answer_ns - clock_offset(kind) - now);
+	ahead = (int64_t)(owed_ns - now);
 	wanted = ahead <= 0 ? now
 		 : ahead > (int64_t)PRELOAD_CLAMP_OFFSET_SLACK_NS
 		     ? now + PRELOAD_CLAMP_OFFSET_SLACK_NS
 		     : now + (uint64_t)ahead;
 	if (wanted > clock_thread.last_mono_ns)
 		clock_thread.last_mono_ns = wanted;
+}
+
+__thread uint64_t preload_clamp_owed_ns __attribute__((tls_model("initial-exec")));
+
+void preload_clamp_after_libc_now(uint64_t owed_ns)
+{
+	int saved_errno = errno;
+
+	preload_clamp_raise(owed_ns);
+	errno = saved_errno;
+}
+
+void preload_clamp_settle_owed(void)
+{
+	int saved_errno = errno;
+
+	/* Cleared after the raise: a signal handler's call in between raises
+	 * the floor itself. */
+	preload_clamp_raise(preload_clamp_owed_ns);
+	preload_clamp_owed_ns = 0;
+	errno = saved_errno;
 }

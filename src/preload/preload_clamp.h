@@ -10,6 +10,7 @@
 #include <sys/time.h>
 #include <time.h>
 
+#include "clock.h"
 #include "clock_table.h"
 #include "watch.h"
 
@@ -38,6 +39,16 @@ void preload_clamp_offset_clock(enum clock_offset_kind kind, struct timespec *ts
 void preload_clamp_timeval(struct timeval *tv);
 /* time()'s seconds, from the kernel's coarse clock. */
 time_t preload_clamp_seconds(time_t sec);
+/* The latest of this thread's answers from libc less the offset published
+ * with each, since its floor was last raised, where no answer from the TSC
+ * can come before a careful read; 0: none owed. */
+extern __thread uint64_t preload_clamp_owed_ns
+    __attribute__((tls_model("initial-exec"), visibility("hidden")));
+
+/* preload_clamp_after_libc's raise, at once: one call of libc's
+ * CLOCK_MONOTONIC; errno kept. */
+void preload_clamp_after_libc_now(uint64_t owed_ns);
+
 /* After libc answered the clock that is monotonic plus kind's offset with
  * answer_ns: raises this thread's monotonic floor to libc's CLOCK_MONOTONIC
  * now, as a libc answer of MONOTONIC does, and further to answer_ns less
@@ -46,7 +57,34 @@ time_t preload_clamp_seconds(time_t sec);
  * published a little short (it is measured from a sandwich's middle),
  * would otherwise give this thread an earlier answer than libc's just
  * before, and CLOCK_BOOTTIME, like the kernel's, must never go back. One
- * call of libc's CLOCK_MONOTONIC. */
-void preload_clamp_after_libc(enum clock_offset_kind kind, uint64_t answer_ns);
+ * call of libc's CLOCK_MONOTONIC; none, and no call at all, while the
+ * thread's next answer from the TSC can only come from a careful read (its
+ * table to be judged: the lines lapsed under it, or it never had an
+ * answer; the fast read gives up then): the floor is owed, and raised by
+ * the careful read's caller first (preload_clamp_settle). A program that
+ * reads a settable clock in a loop over stale lines then pays libc's call
+ * alone. A clock set before the offset's own length owes nothing beyond
+ * now. errno is the caller's. */
+static inline void preload_clamp_after_libc(enum clock_offset_kind kind, uint64_t answer_ns)
+{
+	uint64_t offset = clock_offset(kind);
+
+	if (clock_thread.judged_until_tsc != 0)
+		preload_clamp_after_libc_now(answer_ns - offset);
+	else if (answer_ns > offset && answer_ns - offset > preload_clamp_owed_ns)
+		preload_clamp_owed_ns = answer_ns - offset;
+}
+
+/* Raises the floor to what is owed (preload_clamp_after_libc's raise, with
+ * a CLOCK_MONOTONIC read now: the later, the closer its cap); errno kept. */
+void preload_clamp_settle_owed(void);
+
+/* Before a careful read may answer from the TSC: the floor this thread's
+ * answers from libc owe it, if any. One load otherwise. */
+static inline void preload_clamp_settle(void)
+{
+	if (__builtin_expect(preload_clamp_owed_ns != 0, 0))
+		preload_clamp_settle_owed();
+}
 
 #endif

@@ -25,7 +25,7 @@ bool preload_lines_stale(void)
 	return cpu_rdtsc() - valid_from > valid_ticks;
 }
 
-void preload_follow_step(enum clock_offset_kind kind, bool stale_before)
+void preload_follow_step_look(enum clock_offset_kind kind, bool stale_before)
 {
 	const struct clock_row *row = clock_table_row_for_offset(kind);
 	uint64_t published = clock_offset(kind), offset;
@@ -36,7 +36,6 @@ void preload_follow_step(enum clock_offset_kind kind, bool stale_before)
 	/* Only an offset the refresh thread has published: its clock's bit
 	 * says so. */
 	if (row == NULL || kind == CLOCK_OFFSET_NONE || !(table_api_flags() & row->entry_points) ||
-	    __atomic_load_n(&refresh_state, __ATOMIC_RELAXED) != REFRESH_RUNNING ||
 	    !(stale_before || preload_lines_stale()))
 		return;
 	/* The caller gets libc's errno, not this look's. */

@@ -52,6 +52,12 @@
  *                     counts every counter read of 1000 of them (trapped:
  *                     PR_SET_TSC) and continues the service:
  *                     stale_calls, stale_libc_calls, stale_counter_reads;
+ *                     then, each over a page stopped again, 1000 calls
+ *                     of each settable clock's entry point:
+ *                     stale_NAME_libc_calls (NAME realtime,
+ *                     gettimeofday, timespec_get, tai), and
+ *                     stale_NAME_counter_reads for gettimeofday and
+ *                     timespec_get;
  *                     counted=no where the kernel cannot trap them,
  *                     served=no where the page was refused at start
  *   timens-run NS proc|noproc CMD...  (without the preload) runs CMD in
@@ -76,7 +82,9 @@
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <sys/time.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <ucontext.h>
 #include <unistd.h>
 #include <x86intrin.h>
@@ -365,40 +373,156 @@ static bool served_call_reached_libc(uint64_t *last)
 	return life_fallthrough() != before;
 }
 
+/* The settable clocks' entry points, counted over a stale page as
+ * CLOCK_MONOTONIC is: their answers from libc raise the thread's floor. */
+enum served_settable { SERVED_REALTIME, SERVED_GETTIMEOFDAY, SERVED_TIMESPEC_GET, SERVED_TAI };
+
+static const char *const served_settable_names[] = { "realtime", "gettimeofday", "timespec_get",
+						     "tai" };
+
+/* One call of a settable clock's entry point, in ns (gettimeofday's
+ * microseconds as ns). */
+static uint64_t served_settable_ns(enum served_settable which)
+{
+	struct timespec ts;
+	struct timeval tv;
+	bool ok;
+
+	switch (which) {
+	case SERVED_REALTIME: ok = clock_gettime(CLOCK_REALTIME, &ts) == 0; break;
+	case SERVED_GETTIMEOFDAY:
+		ok = gettimeofday(&tv, NULL) == 0;
+		ts.tv_sec = tv.tv_sec;
+		ts.tv_nsec = tv.tv_usec * 1000;
+		break;
+	case SERVED_TIMESPEC_GET: ok = timespec_get(&ts, TIME_UTC) == TIME_UTC; break;
+	default: ok = clock_gettime(CLOCK_TAI, &ts) == 0; break;
+	}
+	if (!ok)
+		life_fail("%s failed", served_settable_names[which]);
+	return life_ns(&ts);
+}
+
+/* calls calls of which's entry point, never back; prints how many reached
+ * libc (the tap counts each call of libc's clocks, the library's own
+ * included) and, where trapped, the counter reads they made. */
+static void served_count_settable(enum served_settable which, uint64_t calls, bool trapped)
+{
+	uint64_t libc_calls = life_fallthrough(), reads = served_counter_reads, last = 0, ns;
+
+	for (uint64_t i = 0; i < calls; i++) {
+		ns = served_settable_ns(which);
+		if (ns < last) {
+			served_set_tsc(PR_TSC_ENABLE);
+			life_fail("%s went back by %llu ns", served_settable_names[which],
+				  (unsigned long long)(last - ns));
+		}
+		last = ns;
+	}
+	printf("stale_%s_libc_calls=%llu\n", served_settable_names[which],
+	       (unsigned long long)(life_fallthrough() - libc_calls));
+	if (trapped)
+		printf("stale_%s_counter_reads=%llu\n", served_settable_names[which],
+		       (unsigned long long)(served_counter_reads - reads));
+}
+
+/* Pins this thread to a CPU of allowed whose line FASTTIME_PAGE's page
+ * holds: a call there that reaches libc found the lines lapsed, not its
+ * CPU without a line (a CPU the service could not visit lately). False
+ * where no CPU has one. */
+static bool served_pin_to_line(const cpu_set_t *allowed)
+{
+	const struct table_page *page = served_page_view();
+	bool pinned = false;
+	cpu_set_t one;
+
+	for (int cpu = 0; cpu < CPU_SETSIZE && !pinned; cpu++) {
+		if (!CPU_ISSET(cpu, allowed) || !served_page_has_line(page, cpu))
+			continue;
+		CPU_ZERO(&one);
+		CPU_SET(cpu, &one);
+		pinned = sched_setaffinity(0, sizeof one, &one) == 0;
+	}
+	if (page != NULL)
+		munmap((void *)page, sizeof(struct table_page));
+	return pinned;
+}
+
+/* What served_stop_until_stale found. */
+enum served_stale {
+	SERVED_STALE,	 /* the service stopped, the lines lapsed under this thread */
+	SERVED_ALONE,	 /* this process calibrates alone: nothing stopped */
+	SERVED_NO_LINES, /* no CPU of this thread's has a line: the service continued */
+};
+
+/* Once the page answers this thread, stops the service (SIGSTOP) and
+ * returns when this thread's calls reach libc, on a CPU with a line (the
+ * lines lapsed: the service can no longer withdraw one); allowed: the
+ * CPUs this thread may be pinned to. */
+static enum served_stale served_stop_until_stale(pid_t service, uint64_t *last,
+						 const cpu_set_t *allowed)
+{
+	uint64_t deadline = life_libc_mono_ns() + 60 * LIFE_NS_PER_SEC;
+
+	sched_setaffinity(0, sizeof *allowed, allowed);
+	while (served_call_reached_libc(last)) {
+		if (life_libc_mono_ns() > deadline)
+			life_fail("the page never answered");
+		life_sleep_ms(1);
+	}
+	if (life_threads_named("fasttime") != 0)
+		return SERVED_ALONE;
+	if (kill(service, SIGSTOP) != 0)
+		life_fail("kill(%d, SIGSTOP): %s", (int)service, strerror(errno));
+	if (!served_pin_to_line(allowed)) {
+		kill(service, SIGCONT);
+		return SERVED_NO_LINES;
+	}
+	while (!served_call_reached_libc(last)) {
+		if (life_libc_mono_ns() > deadline) {
+			kill(service, SIGCONT);
+			life_fail("the page of a stopped service never went stale");
+		}
+		life_sleep_ms(1);
+	}
+	return SERVED_STALE;
+}
+
 /* stale-reads SERVICE_PID: once the page answers, stops its service
  * (SIGSTOP) until the page is stale (calls reach libc), counts the
  * counter reads of 1000 calls of CLOCK_MONOTONIC then, and continues the
  * service. Prints stale_calls, stale_libc_calls, stale_counter_reads
  * (every rdtsc and rdtscp of this thread, the library's and libc's, by
  * trapping them), or counted=no where the kernel cannot trap them;
- * served=no where the process was not served but calibrates alone. */
+ * served=no where the process was not served but calibrates alone. Then
+ * the same for 1000 calls of each settable clock's entry point
+ * (CLOCK_REALTIME, gettimeofday, timespec_get, CLOCK_TAI), each over a
+ * page of its own stop made stale (the calls of CLOCK_MONOTONIC that find
+ * it so come first), each on a CPU with a line (pinned; lines=none where
+ * none has one): stale_NAME_libc_calls (calls of libc's clocks, the
+ * library's own included) and, for gettimeofday and timespec_get,
+ * stale_NAME_counter_reads. Each count is
+ * short: a page stale for seconds is left, and a thread of the library's
+ * started meanwhile would inherit the trap with every signal blocked. */
 static int served_stale_reads(pid_t service)
 {
 	const uint64_t calls = 1000;
-	uint64_t deadline = life_libc_mono_ns() + 60 * LIFE_NS_PER_SEC, last = 0, libc_calls;
+	uint64_t last = 0, libc_calls;
+	bool trapped;
 	struct sigaction trap = { .sa_sigaction = served_counter_trap, .sa_flags = SA_SIGINFO };
 	struct sigaction old;
+	enum served_stale found;
+	cpu_set_t allowed;
 
 	sigemptyset(&trap.sa_mask);
-	while (served_call_reached_libc(&last)) {
-		if (life_libc_mono_ns() > deadline)
-			life_fail("the page never answered");
-		life_sleep_ms(1);
-	}
+	if (sched_getaffinity(0, sizeof allowed, &allowed) != 0)
+		life_fail("sched_getaffinity: %s", strerror(errno));
 	/* Refused at start (a service kept from renewing its page), this
 	 * process calibrates alone: nothing to stop. */
-	if (life_threads_named("fasttime") != 0) {
-		printf("served=no\n");
+	found = served_stop_until_stale(service, &last, &allowed);
+	if (found != SERVED_STALE) {
+		printf(found == SERVED_ALONE ? "served=no\n" : "lines=none\n");
 		return 0;
-	}
-	if (kill(service, SIGSTOP) != 0)
-		life_fail("kill(%d, SIGSTOP): %s", (int)service, strerror(errno));
-	while (!served_call_reached_libc(&last)) {
-		if (life_libc_mono_ns() > deadline) {
-			kill(service, SIGCONT);
-			life_fail("the page of a stopped service never went stale");
-		}
-		life_sleep_ms(1);
 	}
 	if (sigaction(SIGSEGV, &trap, &old) != 0 || served_set_tsc(PR_TSC_SIGSEGV) != 0) {
 		kill(service, SIGCONT);
@@ -411,11 +535,29 @@ static int served_stale_reads(pid_t service)
 		served_call_reached_libc(&last);
 	libc_calls = life_fallthrough() - libc_calls;
 	served_set_tsc(PR_TSC_ENABLE);
-	sigaction(SIGSEGV, &old, NULL);
 	kill(service, SIGCONT);
 	printf("counted=yes\nstale_calls=%llu\nstale_libc_calls=%llu\nstale_counter_reads=%llu\n",
 	       (unsigned long long)calls, (unsigned long long)libc_calls,
 	       (unsigned long long)served_counter_reads);
+	for (int which = SERVED_REALTIME; which <= SERVED_TAI; which++) {
+		found = served_stop_until_stale(service, &last, &allowed);
+		if (found != SERVED_STALE) {
+			printf(found == SERVED_ALONE ? "served=no\n" : "lines=none\n");
+			break;
+		}
+		/* The tap places CLOCK_REALTIME and CLOCK_TAI on its own
+		 * moved clock with reads of CLOCK_MONOTONIC around each, more
+		 * where trapping makes them slow: their counter reads are
+		 * the tap's, not counted. */
+		trapped = which == SERVED_GETTIMEOFDAY || which == SERVED_TIMESPEC_GET;
+		if (trapped)
+			served_set_tsc(PR_TSC_SIGSEGV);
+		served_count_settable((enum served_settable)which, calls, trapped);
+		served_set_tsc(PR_TSC_ENABLE);
+		kill(service, SIGCONT);
+	}
+	sigaction(SIGSEGV, &old, NULL);
+	sched_setaffinity(0, sizeof allowed, &allowed);
 	return 0;
 }
 
