@@ -328,7 +328,7 @@ static bool api_choice_due(unsigned with_line)
 
 uint32_t api_choice_flags_for(enum table_mode mode, uint32_t apis)
 {
-	uint32_t flags = apis | verdict.flags_of_mode[mode];
+	uint32_t flags = apis | verdict_flags_of_mode(mode);
 
 	api_choice_ever_published[mode] |= apis;
 	if (api_choice_ever_published[mode] & ~apis)
@@ -346,7 +346,7 @@ void api_choice_stopped_flags(uint32_t flags[TABLE_MODE_COUNT])
  * too for a service, where readers of that mode can read here. */
 static bool api_choice_serves_mode(enum table_mode mode)
 {
-	return verdict.mode_reads[mode] && (api_choice_both_modes || mode == table_own_mode());
+	return verdict_mode_reads(mode) && (api_choice_both_modes || mode == table_own_mode());
 }
 
 /* Publishes what readers use: the chosen entry points while the lines are
@@ -383,7 +383,7 @@ static void api_choice_measure_modes(struct api_cost costs[ENTRY_COUNT],
 		chosen[mode] = 0;
 		if (!api_choice_serves_mode(mode))
 			continue;
-		chosen[mode] = api_choice_measure(verdict.flags_of_mode[mode],
+		chosen[mode] = api_choice_measure(verdict_flags_of_mode(mode),
 						  mode == own ? costs : other, &fell_back);
 		*fallbacks += fell_back;
 		if (mode != own && fell_back == 0)
@@ -499,6 +499,6 @@ bool api_choice_again(unsigned with_line, const struct round_result *round, bool
 		api_choice_last.cpus_usable = round->usable;
 	api_choice_made = false;
 	api_choice_choose(api_choice_last.round, with_line, force);
-	api_choice_publish_flags(verdict.trusted);
+	api_choice_publish_flags(verdict_trusted());
 	return api_choice_made && api_choice_last.rejected == rejected;
 }

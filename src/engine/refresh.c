@@ -107,7 +107,7 @@ const char *refresh_prepare_verdict(void)
 	const char *reason = verdict_prepare(refresh.settings.relaxed);
 
 	if (reason != NULL && refresh.settings.both_modes &&
-	    verdict.mode_reads[refresh.settings.relaxed ? TABLE_MODE_ORDERED : TABLE_MODE_RELAXED])
+	    verdict_mode_reads(refresh.settings.relaxed ? TABLE_MODE_ORDERED : TABLE_MODE_RELAXED))
 		reason = verdict_prepare(!refresh.settings.relaxed);
 	return reason;
 }
