@@ -471,8 +471,8 @@ bool bench_measure_start_engine(const struct cpu_facts *facts)
 	refresh_configure(&settings);
 	if (!refresh_calibrate_now()) {
 		fprintf(stderr, "fasttime-bench: the fast path cannot run here: %s\n",
-			verdict.unusable != NULL ? verdict.unusable
-						 : "calibration gave no CPU a line");
+			verdict_unusable() != NULL ? verdict_unusable()
+						   : "calibration gave no CPU a line");
 		return false;
 	}
 	bench_measure_boottime_known = offsets_known(CLOCK_OFFSET_BOOTTIME);

@@ -243,18 +243,42 @@ static uint32_t api_choice_answerable(void)
 	return bits;
 }
 
-uint32_t api_choice_measure(uint32_t mode_flags, struct api_cost costs[ENTRY_COUNT],
-			    unsigned *fallbacks)
-{
-	static const struct {
-		api_loop_fn libc_loop;
-		api_loop_fn fast_loop;
-	} apis[ENTRY_COUNT] = {
+/* Each entry point's two loops: libc's, and the fast path's. */
+static const struct {
+	api_loop_fn libc_loop;
+	api_loop_fn fast_loop;
+} api_choice_loops[ENTRY_COUNT] = {
 #define ENTRY(id, form, clock, bit, bench_position, name, key, bench_name)                         \
 	[ENTRY_##id] = { api_libc_##id, api_fast_##id },
 #include "entry_table.def"
 #undef ENTRY
-	};
+};
+
+/* Times entry point a against libc, alternating, and keeps each side's best
+ * round: the least disturbed by the rest of the machine (the fast side
+ * only where measure_fast). */
+static void api_choice_measure_entry(unsigned a, uint32_t mode_flags, bool measure_fast,
+				     double *best_libc, double *best_fast)
+{
+	for (unsigned round = 0; round < API_CHOICE_ROUNDS; round++) {
+		double libc_ns, fast_ns;
+
+		/* Over a slow kernel clock the measurement outlasts
+		 * the lines' validity: a look renews it. */
+		look_once();
+		libc_ns = api_time_loop(api_choice_loops[a].libc_loop, mode_flags);
+		fast_ns =
+		    measure_fast ? api_time_loop(api_choice_loops[a].fast_loop, mode_flags) : 0;
+		if (libc_ns < *best_libc)
+			*best_libc = libc_ns;
+		if (fast_ns < *best_fast)
+			*best_fast = fast_ns;
+	}
+}
+
+uint32_t api_choice_measure(uint32_t mode_flags, struct api_cost costs[ENTRY_COUNT],
+			    unsigned *fallbacks)
+{
 	uint32_t chosen = 0, answerable = api_choice_answerable();
 
 	/* The loops call libc through its resolved functions. */
@@ -265,21 +289,7 @@ uint32_t api_choice_measure(uint32_t mode_flags, struct api_cost costs[ENTRY_COU
 		bool measure_fast = (answerable & entry_table[a].api) != 0;
 		double best_libc = 1e30, best_fast = 1e30;
 
-		/* Alternate, and keep each side's best round: the least disturbed
-		 * by the rest of the machine. */
-		for (unsigned round = 0; round < API_CHOICE_ROUNDS; round++) {
-			double libc_ns, fast_ns;
-
-			/* Over a slow kernel clock the measurement outlasts
-			 * the lines' validity: a look renews it. */
-			look_once();
-			libc_ns = api_time_loop(apis[a].libc_loop, mode_flags);
-			fast_ns = measure_fast ? api_time_loop(apis[a].fast_loop, mode_flags) : 0;
-			if (libc_ns < best_libc)
-				best_libc = libc_ns;
-			if (fast_ns < best_fast)
-				best_fast = fast_ns;
-		}
+		api_choice_measure_entry(a, mode_flags, measure_fast, &best_libc, &best_fast);
 		costs[a].name = entry_table[a].name;
 		costs[a].flag = entry_table[a].api;
 		costs[a].libc_ns = best_libc;
@@ -325,7 +335,7 @@ static bool api_choice_due(unsigned with_line)
 
 uint32_t api_choice_flags_for(enum table_mode mode, uint32_t apis)
 {
-	uint32_t flags = apis | verdict.flags_of_mode[mode];
+	uint32_t flags = apis | verdict_flags_of_mode(mode);
 
 	api_choice_ever_published[mode] |= apis;
 	if (api_choice_ever_published[mode] & ~apis)
@@ -343,7 +353,7 @@ void api_choice_stopped_flags(uint32_t flags[TABLE_MODE_COUNT])
  * too for a service, where readers of that mode can read here. */
 static bool api_choice_serves_mode(enum table_mode mode)
 {
-	return verdict.mode_reads[mode] && (api_choice_both_modes || mode == table_own_mode());
+	return verdict_mode_reads(mode) && (api_choice_both_modes || mode == table_own_mode());
 }
 
 /* Publishes what readers use: the chosen entry points while the lines are
@@ -380,7 +390,7 @@ static void api_choice_measure_modes(struct api_cost costs[ENTRY_COUNT],
 		chosen[mode] = 0;
 		if (!api_choice_serves_mode(mode))
 			continue;
-		chosen[mode] = api_choice_measure(verdict.flags_of_mode[mode],
+		chosen[mode] = api_choice_measure(verdict_flags_of_mode(mode),
 						  mode == own ? costs : other, &fell_back);
 		*fallbacks += fell_back;
 		if (mode != own && fell_back == 0)
@@ -393,57 +403,57 @@ static void api_choice_measure_modes(struct api_cost costs[ENTRY_COUNT],
 	}
 }
 
-/* Measures each entry point against libc on a CPU that has a line, and
- * chooses. A measurement in which any call fell back (the thread was on a
- * CPU without a line, or the lines went stale) says nothing: it is thrown
- * away, and the next round measures again. */
-static void api_choice_choose(unsigned round, unsigned with_line, bool force)
+/* Measures every mode on cpu, in a visit like a round's: a real-time
+ * thread that takes the CPU meanwhile gets the thread moved back by a
+ * reader. False when the thread could not be pinned there; else the
+ * costs, the chosen bits by mode and the calls that fell back. */
+static bool api_choice_measure_on(uint32_t cpu, struct api_cost costs[ENTRY_COUNT],
+				  uint32_t chosen[TABLE_MODE_COUNT], unsigned *fallbacks)
 {
-	struct api_cost costs[ENTRY_COUNT];
-	uint32_t chosen[TABLE_MODE_COUNT];
-	unsigned fallbacks = 0;
-	uint32_t cpu;
-
-	if (!api_choice_cpu(&cpu))
-		return;
-	/* A visit like a round's: a real-time thread that takes the CPU
-	 * meanwhile gets the thread moved back by a reader. */
 	placement_visit_begin(cpu);
 	if (!placement_pin(cpu)) {
 		placement_visit_close();
-		return;
+		return false;
 	}
 	/* Named even where this process's own mode is not measured (a
 	 * service whose own mode cannot read here). */
-	memset(costs, 0, sizeof costs);
+	memset(costs, 0, ENTRY_COUNT * sizeof *costs);
 	for (unsigned a = 0; a < ENTRY_COUNT; a++) {
 		costs[a].name = entry_table[a].name;
 		costs[a].flag = entry_table[a].api;
 	}
-	api_choice_measure_modes(costs, chosen, &fallbacks);
+	api_choice_measure_modes(costs, chosen, fallbacks);
 	if (placement_visit_close())
-		fallbacks++;
+		(*fallbacks)++;
 	placement_unpin();
-	if (fallbacks > 0) {
-		api_choice_last.rejected++;
-		api_choice_last.cpu = cpu;
-		debug_log("entry points: measurement on cpu %u thrown away: %u calls fell back "
-			  "to libc; measuring again next round",
-			  cpu, fallbacks);
-		return;
-	}
+	return true;
+}
+
+/* Keeps a measurement on cpu in which no call fell back: the choice (every
+ * answerable entry point where forced), its costs, and when and where it
+ * was made. */
+static void api_choice_keep(unsigned round, unsigned with_line, bool force, uint32_t cpu,
+			    const struct api_cost costs[ENTRY_COUNT],
+			    uint32_t chosen[TABLE_MODE_COUNT])
+{
 	api_choice_last.answerable = api_choice_answerable();
 	for (unsigned mode = 0; mode < TABLE_MODE_COUNT; mode++)
 		if (force && api_choice_serves_mode((enum table_mode)mode))
 			chosen[mode] = CLOCK_API_ALL & api_choice_last.answerable;
-	memcpy(api_choice_costs, costs, sizeof costs);
+	memcpy(api_choice_costs, costs, sizeof api_choice_costs);
 	api_choice_last.round = round;
 	api_choice_last.after_start_ns = libc_monotonic_ns() - api_choice_started_ns;
 	api_choice_last.cpu = cpu;
 	api_choice_last.cpus_with_line = with_line;
-	memcpy(api_choice_last.chosen_by_mode, chosen, sizeof chosen);
+	memcpy(api_choice_last.chosen_by_mode, chosen, sizeof api_choice_last.chosen_by_mode);
 	api_choice_last.chosen = chosen[table_own_mode()];
 	api_choice_made = true;
+}
+
+/* The choice just kept, for FASTTIME_DEBUG: when and where, then each
+ * entry point's costs and side. */
+static void api_choice_log(unsigned round, unsigned with_line, uint32_t cpu)
+{
 	debug_log("entry points chosen after round %u, %.3f s after start, measured on cpu %u "
 		  "with lines on %u of %u CPUs",
 		  round, (double)api_choice_last.after_start_ns / 1e9, cpu, with_line,
@@ -461,6 +471,33 @@ static void api_choice_choose(unsigned round, unsigned with_line, bool force)
 				  cost->libc_ns, cost->fast_ns,
 				  (api_choice_last.chosen & cost->flag) ? "fast" : "libc");
 	}
+}
+
+/* Measures each entry point against libc on a CPU that has a line, and
+ * chooses. A measurement in which any call fell back (the thread was on a
+ * CPU without a line, or the lines went stale) says nothing: it is thrown
+ * away, and the next round measures again. */
+static void api_choice_choose(unsigned round, unsigned with_line, bool force)
+{
+	struct api_cost costs[ENTRY_COUNT];
+	uint32_t chosen[TABLE_MODE_COUNT];
+	unsigned fallbacks = 0;
+	uint32_t cpu;
+
+	if (!api_choice_cpu(&cpu))
+		return;
+	if (!api_choice_measure_on(cpu, costs, chosen, &fallbacks))
+		return;
+	if (fallbacks > 0) {
+		api_choice_last.rejected++;
+		api_choice_last.cpu = cpu;
+		debug_log("entry points: measurement on cpu %u thrown away: %u calls fell back "
+			  "to libc; measuring again next round",
+			  cpu, fallbacks);
+		return;
+	}
+	api_choice_keep(round, with_line, force, cpu, costs, chosen);
+	api_choice_log(round, with_line, cpu);
 }
 
 void api_choice_begin(uint64_t now_ns)
@@ -496,6 +533,6 @@ bool api_choice_again(unsigned with_line, const struct round_result *round, bool
 		api_choice_last.cpus_usable = round->usable;
 	api_choice_made = false;
 	api_choice_choose(api_choice_last.round, with_line, force);
-	api_choice_publish_flags(verdict.trusted);
+	api_choice_publish_flags(verdict_trusted());
 	return api_choice_made && api_choice_last.rejected == rejected;
 }

@@ -443,7 +443,7 @@ static enum calib_outcome lines_draw(uint32_t cpu, enum clock_lines kind,
 	if (restart)
 		return calib_cpu_restart(k, sample);
 	return calib_cpu_update_at(k, sample, next_interval_ns, shared_mult,
-				   cpu_read_stamp(verdict.sample_reading).tsc);
+				   cpu_read_stamp(verdict_sample_reading()).tsc);
 }
 
 /* Hands cpu's line of kind to its readers (table.h). */

@@ -125,7 +125,7 @@ enum look_verdict look_once(void)
 			  cpu, (long long)(error - c->look_error_ns),
 			  (unsigned long long)(sample.ns - c->look_mono_ns));
 		look_discontinuity = true;
-		return LOOK_DISCONTINUITY;
+		return LOOK_ROUND_DUE;
 	}
 	look_note_seen_move(c, &sample, error);
 	lines_cpu_note_look(cpu, error, sample.ns);

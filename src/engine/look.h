@@ -17,20 +17,21 @@
 enum look_verdict {
 	LOOK_RENEWED,	/* the line agrees: the validity renewed, no round due */
 	LOOK_ROUND_DUE, /* a round is due now */
-	/* The counter and the kernel's clock parted faster than any rate the
-	 * kernel can run at (a suspend, a paused VM): a round that restarts
-	 * every line is due. */
-	LOOK_DISCONTINUITY,
 };
 
 /* One look: publishes a moved offset (offsets.h), then renews the lines'
  * validity when the line of the CPU the caller is on still agrees with
- * the kernel's clock. A round is due when the line did not agree, or when
- * no CPU the caller could sample on has a line while some CPU has one. */
+ * the kernel's clock. A round is due when the line did not agree (the
+ * counter parted from the kernel's clock too: look_take_discontinuity), or
+ * when no CPU the caller could sample on has a line while some CPU has one. */
 enum look_verdict look_once(void);
 /* Whether a look saw a discontinuity since this was last asked: the
- * per-API measurement looks between its runs and cannot act on it, the
- * next round must. */
+ * counter and the kernel's clock parted faster than any rate the kernel
+ * can run at (a suspend, a paused VM), and the next round restarts every
+ * line. The one way that news travels: a look answers only that a round
+ * is due, for the news must reach the next round wherever it runs, after
+ * the per-API measurement's looks (which cannot act on it), in the tools'
+ * calibration, in a thread started after a stop or in a fork child. */
 bool look_take_discontinuity(void);
 /* When the watch looks next, from now (monotonic ns): a period on, or
  * sooner, before the validity last granted ends. */

@@ -107,7 +107,7 @@ const char *refresh_prepare_verdict(void)
 	const char *reason = verdict_prepare(refresh.settings.relaxed);
 
 	if (reason != NULL && refresh.settings.both_modes &&
-	    verdict.mode_reads[refresh.settings.relaxed ? TABLE_MODE_ORDERED : TABLE_MODE_RELAXED])
+	    verdict_mode_reads(refresh.settings.relaxed ? TABLE_MODE_ORDERED : TABLE_MODE_RELAXED))
 		reason = verdict_prepare(!refresh.settings.relaxed);
 	return reason;
 }
@@ -239,11 +239,12 @@ void refresh_after_round(unsigned round, const struct round_result *result)
 	api_choice_after_round(round, result, trusted, refresh.settings.force_fast);
 }
 
-/* The thread: judges the machine once, then runs rounds and looks until asked to stop. */
-static void *refresh_main(void *unused)
+/* The thread's first steps, from inside: its name, its id for readers
+ * to move, its scheduling, libc, and the verdict on the machine; returns
+ * why the fast path cannot run, or NULL. */
+static const char *refresh_main_begin(void)
 {
 	const char *reason;
-	(void)unused;
 
 	/* Named from inside: pthread_setname_np on another thread opens a file
 	 * in /proc from the caller's thread, which must not see a descriptor. */
@@ -253,6 +254,14 @@ static void *refresh_main(void *unused)
 	libc_resolve();
 	reason = refresh_prepare_verdict();
 	api_choice_begin(libc_monotonic_ns());
+	return reason;
+}
+
+/* The thread: judges the machine once, then runs rounds and looks until asked to stop. */
+static void *refresh_main(void *unused)
+{
+	const char *reason = refresh_main_begin();
+	(void)unused;
 
 	if (reason != NULL || !placement_read_affinity()) {
 		debug_log("not starting: %s", reason != NULL ? reason : "no CPU affinity");
@@ -430,6 +439,41 @@ static bool refresh_claim_stop(enum refresh_stop_kind kind, bool may_join)
 	}
 }
 
+/* Tells the thread to stop, and joins it where the caller may (within
+ * REFRESH_STOP_WAIT_NS); else leaves it to end on its own, or to be joined
+ * before the next start. Returns whether it was joined. */
+static bool refresh_end_thread(enum refresh_stop_kind kind, bool may_join)
+{
+	bool joined = false;
+
+	__atomic_store_n(&refresh.stop_word, (uint32_t)kind, __ATOMIC_RELEASE);
+	raw_syscall(SYS_futex, (long)&refresh.stop_word, FUTEX_WAKE_PRIVATE, 1, 0, 0, 0);
+	if (may_join && refresh_join(refresh.thread)) {
+		joined = true;
+	} else if (may_join && kind == REFRESH_STOP_FOR_GOOD) {
+		/* It ends on its own; nobody will start another to join it. */
+		pthread_detach(refresh.thread);
+	} else {
+		refresh.unjoined_thread = refresh.thread;
+		refresh.has_unjoined = true;
+	}
+	return joined;
+}
+
+/* The thread told to stop (and joined or not, as stopped says): its state
+ * from now on, and the debug line. */
+static void refresh_stop_record(enum refresh_stop_kind kind, enum refresh_stopped stopped)
+{
+	/* Under the filter about to go in, no reader may move the thread: a
+	 * sched_setaffinity the filter forbids would kill the program. */
+	if (kind == REFRESH_STOP_FOR_GOOD)
+		placement_set_thread(0);
+	refresh_set_state(kind == REFRESH_STOP_FOR_GOOD ? REFRESH_OFF : REFRESH_IDLE);
+	debug_log(
+	    "refresh thread %s%s", stopped == REFRESH_STOPPED_JOINED ? "stopped" : "asked to stop",
+	    kind == REFRESH_STOP_FOR_GOOD ? " for good" : "; the next time call starts another");
+}
+
 enum refresh_stopped refresh_stop(enum refresh_stop_kind kind)
 {
 	int saved_errno = errno;
@@ -452,33 +496,17 @@ enum refresh_stopped refresh_stop(enum refresh_stop_kind kind)
 		errno = saved_errno;
 		return REFRESH_STOPPED_NONE;
 	}
-	__atomic_store_n(&refresh.stop_word, (uint32_t)kind, __ATOMIC_RELEASE);
-	raw_syscall(SYS_futex, (long)&refresh.stop_word, FUTEX_WAKE_PRIVATE, 1, 0, 0, 0);
-	if (may_join && refresh_join(refresh.thread)) {
+	if (refresh_end_thread(kind, may_join))
 		stopped = REFRESH_STOPPED_JOINED;
-	} else if (may_join && kind == REFRESH_STOP_FOR_GOOD) {
-		/* It ends on its own; nobody will start another to join it. */
-		pthread_detach(refresh.thread);
-	} else {
-		refresh.unjoined_thread = refresh.thread;
-		refresh.has_unjoined = true;
-	}
-	/* Under the filter about to go in, no reader may move the thread: a
-	 * sched_setaffinity the filter forbids would kill the program. */
-	if (kind == REFRESH_STOP_FOR_GOOD)
-		placement_set_thread(0);
-	refresh_set_state(kind == REFRESH_STOP_FOR_GOOD ? REFRESH_OFF : REFRESH_IDLE);
-	debug_log(
-	    "refresh thread %s%s", stopped == REFRESH_STOPPED_JOINED ? "stopped" : "asked to stop",
-	    kind == REFRESH_STOP_FOR_GOOD ? " for good" : "; the next time call starts another");
+	refresh_stop_record(kind, stopped);
 	errno = saved_errno;
 	return stopped;
 }
 
-void refresh_after_fork_in_child(void)
+/* A fork child of a served process, or of one whose thread was taking a
+ * page up: its state from the page; false for any other child. */
+static bool refresh_after_fork_served(int state)
 {
-	int state = __atomic_load_n(&refresh_state, __ATOMIC_RELAXED);
-
 	/* A served child is served as its parent was: the page is mapped in
 	 * it too, and nothing here is its own; unless the parent made another
 	 * time namespace for it by a raw system call, no interposer seeing it,
@@ -496,12 +524,38 @@ void refresh_after_fork_in_child(void)
 		} else {
 			refresh_set_state(REFRESH_OFF);
 		}
-		return;
+		return true;
 	}
 	if (state == REFRESH_SERVED) {
 		service_page_after_fork_in_child(refresh.served_under_filter);
-		return;
+		return true;
 	}
+	return false;
+}
+
+/* A fork child of a process whose thread started: the process is its
+ * own, with nothing of the parent's thread to join, stop or move. */
+static void refresh_after_fork_own(int state)
+{
+	/* The thread, stopping or not, stayed in the parent: nothing here to
+	 * join, or to tell to stop. */
+	refresh.owner_pid = getpid();
+	refresh.has_unjoined = false;
+	/* The CPUs the parent's other threads ran on: none of them is here. */
+	table_wanted_clear();
+	__atomic_store_n(&refresh.stop_word, 0, __ATOMIC_RELAXED);
+	/* The thread a reader would move, and its visit, are the parent's. */
+	placement_after_fork();
+	if (state == REFRESH_RUNNING || state == REFRESH_STARTING || state == REFRESH_STOPPING)
+		refresh_set_state(REFRESH_IDLE);
+}
+
+void refresh_after_fork_in_child(void)
+{
+	int state = __atomic_load_n(&refresh_state, __ATOMIC_RELAXED);
+
+	if (refresh_after_fork_served(state))
+		return;
 	/* The parent's lines tell the time of the parent's namespace: this
 	 * child answers with libc until its own thread has lines. */
 	if (refresh.children_in_new_time_namespace) {
@@ -517,17 +571,7 @@ void refresh_after_fork_in_child(void)
 	if (!__atomic_load_n(&refresh.started, __ATOMIC_RELAXED) && state != REFRESH_RUNNING &&
 	    state != REFRESH_STARTING && state != REFRESH_STOPPING)
 		return;
-	/* The thread, stopping or not, stayed in the parent: nothing here to
-	 * join, or to tell to stop. */
-	refresh.owner_pid = getpid();
-	refresh.has_unjoined = false;
-	/* The CPUs the parent's other threads ran on: none of them is here. */
-	table_wanted_clear();
-	__atomic_store_n(&refresh.stop_word, 0, __ATOMIC_RELAXED);
-	/* The thread a reader would move, and its visit, are the parent's. */
-	placement_after_fork();
-	if (state == REFRESH_RUNNING || state == REFRESH_STARTING || state == REFRESH_STOPPING)
-		refresh_set_state(REFRESH_IDLE);
+	refresh_after_fork_own(state);
 }
 
 /* Set by the preloaded library's constructor: a calibration service's

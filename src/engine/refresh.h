@@ -123,7 +123,7 @@ void refresh_check_process(void);
  * chooses the entry points; at least 8 rounds, and no longer than
  * REFRESH_CALIBRATE_PATIENCE_NS after that; restores the thread's
  * affinity. Returns false when the fast path cannot run here
- * (verdict.unusable says why) or no CPU could be given a line. */
+ * (verdict_unusable says why) or no CPU could be given a line. */
 bool refresh_calibrate_now(void);
 /* Measures the entry points and chooses again now, as the refresh thread
  * does after a round, from whatever CPU the caller is on; for the tools and

@@ -50,7 +50,7 @@ bool refresh_calibrate_now(void)
 
 		with_line = result.with_line;
 		refresh_after_round(round, &result);
-		if (refresh_tools_calibrated(with_line) || verdict.unusable != NULL ||
+		if (refresh_tools_calibrated(with_line) || verdict_unusable() != NULL ||
 		    (round >= 7 && start - began >= REFRESH_CALIBRATE_PATIENCE_NS))
 			break;
 		refresh_sleep_until(round_next_deadline(start + result.next_interval_ns));

@@ -8,11 +8,14 @@
 
 bool sandwich_take(clockid_t clock, struct calib_sample *sample, struct cpu_stamp *stamp)
 {
+	/* Asked before the first read: nothing but the counter's read
+	 * between the two. */
+	struct cpu_reading reading = verdict_sample_reading();
 	struct timespec ts_before, ts_after;
 	uint64_t before, after;
 	int failed = libc_clock_gettime(clock, &ts_before);
 
-	*stamp = cpu_read_stamp(verdict.sample_reading);
+	*stamp = cpu_read_stamp(reading);
 	failed |= libc_clock_gettime(clock, &ts_after);
 	if (failed != 0)
 		return false;

@@ -1,6 +1,6 @@
 /* The calibration's one measurement: a kernel clock read on each side of a
  * counter read, the counter read the way this machine's readers read it
- * (verdict.sample_reading). Rounds (round.c, raw_lines.c) and the watch's
+ * (verdict_sample_reading). Rounds (round.c, raw_lines.c) and the watch's
  * looks (look.c) take them; calib.c and watch.c judge them. */
 #ifndef FASTTIME_SANDWICH_H
 #define FASTTIME_SANDWICH_H

@@ -11,7 +11,24 @@
 #include "evidence.h"
 #include "start_data.h"
 
-struct verdict verdict;
+/* The verdict on this machine, for the engine and for --info; written
+ * here alone. */
+static struct verdict {
+	struct cpu_facts facts;	    /* as last probed */
+	struct cpu_reading reading; /* how readers read the counter and CPU id */
+	/* How the sandwiches read it: ordered wherever the CPU allows it,
+	 * whatever the readers' mode. */
+	struct cpu_reading sample_reading;
+	uint32_t mode_flags; /* CLOCK_READ_BITS for readers (clock.h) */
+	/* The same for a reader of each mode, and whether that mode can
+	 * read here at all (an ordered read needs rdtscp or a serializing
+	 * lfence): a service measures and publishes both. */
+	uint32_t flags_of_mode[TABLE_MODE_COUNT];
+	bool mode_reads[TABLE_MODE_COUNT];
+	const char *unusable;	/* why the fast path cannot run; NULL if it can */
+	unsigned steady_rounds; /* in a row, for the clocksource's probation */
+	bool trusted;		/* the lines may answer (evidence.h) */
+} verdict;
 
 /* The kernel's clocksource, read before main() (verdict_read_kernel). */
 static struct cpu_facts verdict_kernel_facts START_DATA;
@@ -131,4 +148,34 @@ void verdict_probe_kernel_now(void)
 {
 	cpu_probe_kernel(&verdict_kernel_facts);
 	verdict_kernel_read = true;
+}
+
+const char *verdict_unusable(void)
+{
+	return verdict.unusable;
+}
+
+bool verdict_trusted(void)
+{
+	return verdict.trusted;
+}
+
+struct cpu_reading verdict_reading(void)
+{
+	return verdict.reading;
+}
+
+struct cpu_reading verdict_sample_reading(void)
+{
+	return verdict.sample_reading;
+}
+
+bool verdict_mode_reads(enum table_mode mode)
+{
+	return verdict.mode_reads[mode];
+}
+
+uint32_t verdict_flags_of_mode(enum table_mode mode)
+{
+	return verdict.flags_of_mode[mode];
 }

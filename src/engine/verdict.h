@@ -11,24 +11,23 @@
 #include "cpu.h"
 #include "table.h"
 
-struct verdict {
-	struct cpu_facts facts;	    /* as last probed */
-	struct cpu_reading reading; /* how readers read the counter and CPU id */
-	/* How the sandwiches read it: ordered wherever the CPU allows it,
-	 * whatever the readers' mode. */
-	struct cpu_reading sample_reading;
-	uint32_t mode_flags; /* CLOCK_READ_BITS for readers (clock.h) */
-	/* The same for a reader of each mode, and whether that mode can
-	 * read here at all (an ordered read needs rdtscp or a serializing
-	 * lfence): a service measures and publishes both. */
-	uint32_t flags_of_mode[TABLE_MODE_COUNT];
-	bool mode_reads[TABLE_MODE_COUNT];
-	const char *unusable;	/* why the fast path cannot run; NULL if it can */
-	unsigned steady_rounds; /* in a row, for the clocksource's probation */
-	bool trusted;		/* the lines may answer (evidence.h) */
-};
-/* The verdict on this machine, for the engine and for --info. */
-extern struct verdict verdict;
+/* The verdict is verdict.c's own: only it writes it, and the rest of the
+ * engine, the service and the tools read it through these. */
+/* Why the fast path cannot run here; NULL if it can. */
+const char *verdict_unusable(void);
+/* Whether the lines may answer (evidence.h), as of the last round. */
+bool verdict_trusted(void);
+/* How readers read the counter and the CPU id. */
+struct cpu_reading verdict_reading(void);
+/* How the sandwiches read them: ordered wherever the CPU allows it,
+ * whatever the readers' mode. */
+struct cpu_reading verdict_sample_reading(void);
+/* Whether a reader of mode can read here at all (an ordered read needs
+ * rdtscp or a serializing lfence): a service measures and publishes both. */
+bool verdict_mode_reads(enum table_mode mode);
+/* The CLOCK_READ_BITS (clock.h) of a reader of mode; 0 where it cannot
+ * read here. */
+uint32_t verdict_flags_of_mode(enum table_mode mode);
 
 /* Reads the kernel's clocksource, once, for the refresh thread to judge
  * when it starts: called by the constructor, before main(), as the one file

@@ -33,16 +33,16 @@ bool service_start(struct service_page_writer *page, const char *path,
 	refresh_serve_both_modes();
 	if (!refresh_calibrate_now()) {
 		snprintf(error, error_len, "the fast path cannot run here: %s",
-			 verdict.unusable != NULL ? verdict.unusable
-						  : "no CPU could be calibrated");
+			 verdict_unusable() != NULL ? verdict_unusable()
+						    : "no CPU could be calibrated");
 		service_page_remove(page);
 		return false;
 	}
 	refresh_start();
 	if (!service_running()) {
 		snprintf(error, error_len, "the refresh thread could not start%s%s",
-			 verdict.unusable != NULL ? ": " : "",
-			 verdict.unusable != NULL ? verdict.unusable : "");
+			 verdict_unusable() != NULL ? ": " : "",
+			 verdict_unusable() != NULL ? verdict_unusable() : "");
 		service_page_remove(page);
 		return false;
 	}

@@ -73,14 +73,14 @@ void tool_info_report_calibrate(struct tool_info_report *report, uint32_t *cpus)
 	libc_resolve();
 	refresh_configure(&engine);
 	report->calibrated = refresh_calibrate_now();
-	reason = verdict.unusable;
+	reason = verdict_unusable();
 	if (reason == NULL && !report->calibrated)
 		reason = "calibration gave no CPU a line";
-	if (reason == NULL && !verdict.trusted)
+	if (reason == NULL && !verdict_trusted())
 		reason = "the lines did not pass their own checks against the kernel's clock";
 	report->unusable = reason;
 	report->cpus = cpus;
-	report->cpu_count = tool_info_report_cpus(cpus, verdict.unusable == NULL);
+	report->cpu_count = tool_info_report_cpus(cpus, verdict_unusable() == NULL);
 }
 
 /* Keeps the cheaper of each measured cost in best. */

@@ -250,7 +250,7 @@ int main(void)
 	settings.force = false;
 	libc_resolve();
 	refresh_configure(&settings);
-	if (!refresh_calibrate_now() || !verdict.trusted) {
+	if (!refresh_calibrate_now() || !verdict_trusted()) {
 		printf("SKIP: calibration gave no trusted line here\n");
 		return 77;
 	}
@@ -263,9 +263,9 @@ int main(void)
 			lined[n++] = cpu;
 	printf("mode %s, reading %s with the CPU id from %s, %u CPU(s) with a line\n",
 	       settings.relaxed ? "relaxed" : "ordered",
-	       cpu_counter_read_name(verdict.reading.counter),
-	       cpu_id_source_name(verdict.reading.cpu_id), n);
-	clear_win = choice_clear_win(lined[0], clock_flags_for_reading(verdict.reading));
+	       cpu_counter_read_name(verdict_reading().counter),
+	       cpu_id_source_name(verdict_reading().cpu_id), n);
+	clear_win = choice_clear_win(lined[0], clock_flags_for_reading(verdict_reading()));
 
 	for (unsigned run = 0; run < CHOICE_RUNS; run++) {
 		uint32_t caller = lined[run % n], chosen, expected;
