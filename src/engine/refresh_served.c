@@ -58,7 +58,8 @@ void refresh_serve_later(const struct settings *settings, bool rseq_registered)
 			refresh_page_wanted.settings.page = kept;
 		}
 	}
-	refresh_page_wanted.pending = !settings_page_none(settings);
+	__atomic_store_n(&refresh_page_wanted.pending, !settings_page_none(settings),
+			 __ATOMIC_RELAXED);
 	refresh_configure(settings);
 }
 
@@ -68,15 +69,19 @@ bool refresh_serve_wanted_page(void)
 {
 	struct service_page_look look;
 
-	if (!refresh_page_wanted.pending)
+	if (!__atomic_load_n(&refresh_page_wanted.pending, __ATOMIC_RELAXED))
 		return false;
-	refresh_page_wanted.pending = false;
+	__atomic_store_n(&refresh_page_wanted.pending, false, __ATOMIC_RELAXED);
+	/* Before the mapping: a child forked while it is made finds the
+	 * table read-only, and is served where the page was mapped by then
+	 * (refresh_after_fork_in_child). A thread started instead needs it
+	 * too. */
+	refresh_watch_forks();
 	if (!service_page_find(&refresh_page_wanted.settings, refresh_page_wanted.rseq_registered,
 			       true, NULL, &look))
 		return false;
 	debug_log("calibration served by the page %s (service pid %d): no thread",
 		  service_page_served(), (int)look.header.service_pid);
-	refresh_watch_forks();
 	signal_guard_set_pass_through(true);
 	refresh_set_state(REFRESH_SERVED);
 	return true;
@@ -86,7 +91,7 @@ void refresh_serve_before_filter(void)
 {
 	int idle = REFRESH_IDLE;
 
-	if (!refresh_page_wanted.pending ||
+	if (!__atomic_load_n(&refresh_page_wanted.pending, __ATOMIC_RELAXED) ||
 	    __atomic_load_n(&refresh_state, __ATOMIC_ACQUIRE) != REFRESH_IDLE ||
 	    !signal_guard_may_start() || !sandbox_thread_allowed() ||
 	    !__atomic_compare_exchange_n(&refresh_state, &idle, REFRESH_STARTING, false,
