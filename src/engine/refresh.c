@@ -2,12 +2,12 @@
  * the rounds (round.h), and between them the watch's looks (look.h), then
  * the per-API choice after a round (api_choice.h); it stops for a program
  * that must be alone in its process (unshare, setns) or is about to
- * install a seccomp filter, and is started again in a fork child. It opens
- * no file while the program runs: the clocksource was read before main()
- * (verdict_read_kernel), and the CPUs come from sched_getaffinity and from
- * the readers. A served process's changes of state, which start no
- * thread, are refresh_served.c; the tools' calibration, the same rounds in
- * the caller's own thread, is refresh_tools.c. */
+ * install a seccomp filter, and is started again in a fork child. The
+ * thread opens no file: the call that starts it reads the clocksource
+ * (verdict_read_kernel), or first looks for a calibration service's page,
+ * and the CPUs come from sched_getaffinity and from the readers. A served process's changes of
+ * state, which start no thread (a served start included), are refresh_served.c; the tools'
+ * calibration, the same rounds in the caller's own thread, is refresh_tools.c. */
 #include "config.h"
 
 #include "refresh.h"
@@ -332,6 +332,12 @@ void refresh_start(void)
 		errno = saved_errno;
 		return;
 	}
+	/* A calibration service's page, looked for by the first call that
+	 * would start a thread, at the same gates: served, no thread. */
+	if (refresh_serve_wanted_page()) {
+		errno = saved_errno;
+		return;
+	}
 	/* A fork child has something to reset from now on (refresh.started). */
 	refresh_watch_forks();
 	/* The kernel's clocksource, which a process that never reads the
@@ -480,9 +486,15 @@ enum refresh_stopped refresh_stop(enum refresh_stop_kind kind)
 	enum refresh_stopped stopped = REFRESH_STOPPED_ASKED;
 	bool may_join;
 
+	int state;
+
+	/* Served by a page not yet looked for, the process stays served
+	 * under the filter about to go in. */
+	if (kind == REFRESH_STOP_FOR_GOOD)
+		refresh_serve_before_filter();
 	/* getpid is a system call: only where the library could be on. A
 	 * served process has no thread to stop. */
-	int state = __atomic_load_n(&refresh_state, __ATOMIC_ACQUIRE);
+	state = __atomic_load_n(&refresh_state, __ATOMIC_ACQUIRE);
 
 	if (state == REFRESH_SERVED && kind == REFRESH_STOP_FOR_GOOD)
 		refresh.served_under_filter = true;

@@ -25,12 +25,26 @@ enum refresh_state {
 };
 extern __attribute__((visibility("hidden"))) int refresh_state;
 
-/* A process served by a calibration service (service_page.h): the
- * settings are recorded as refresh_configure does, and no thread ever
- * starts while it is served; nothing is written to the table, which is
- * the service's, read-only, and the signal interposers pass straight
- * through. */
-void refresh_serve(const struct settings *settings);
+/* For the constructor of a process that may be served by a calibration
+ * service (service_page.h): records the settings as refresh_configure
+ * does (the state IDLE), and that the first time call that would start
+ * the thread looks for the page first (service_page_find), without opening
+ * anything now. rseq_registered is cpu_rseq_init's answer. */
+void refresh_serve_later(const struct settings *settings, bool rseq_registered);
+/* For the one caller that claimed the start (the state STARTING, no
+ * signal handler, no filter in the way): looks for the page the
+ * constructor asked for, once. Where one serves, it is mapped over the
+ * table and the process is served from then on (the state SERVED): no
+ * thread ever starts while it is; nothing is written to the table, which
+ * is the service's, read-only, and the signal interposers pass straight
+ * through. False, the state left to the caller, where none serves or
+ * none was asked for. */
+bool refresh_serve_wanted_page(void);
+/* For the interposers, before the program installs a seccomp filter: a
+ * process whose time call has not yet looked for its page looks now,
+ * outside a signal handler, while the open and the mapping cannot be
+ * what the filter kills; served, it stays served under the filter. */
+void refresh_serve_before_filter(void);
 /* Served no more: the table becomes this process's own again, empty
  * (service_page_leave; readers meanwhile ask libc), and the next time call
  * starts this process's own thread. why is for FASTTIME_DEBUG. With
@@ -135,8 +149,7 @@ bool refresh_choose_now(void);
  * (refresh_served.c) and the tools' calibration (refresh_tools.c), and with
  * nobody else; the state stays in refresh.c, in one struct. */
 struct round_result;
-/* The settings the thread runs with, as refresh_configure or
- * refresh_serve recorded them. */
+/* The settings the thread runs with, as refresh_configure recorded them. */
 struct refresh_settings {
 	uint64_t configured_interval_ns;
 	bool relaxed;

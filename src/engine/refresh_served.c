@@ -1,32 +1,104 @@
 /* A process served by a calibration service's page (service_page.h):
- * its changes of state. It is served from its constructor on, with no
- * thread of ours; it leaves the page for its own thread once the page is
- * abandoned or no longer of its time namespace, and while the page is
- * stale it looks for a service started in its service's place. A process
- * that found its page stale at start is served once the page is fresh
- * again, its own thread ending then. */
+ * its changes of state. The constructor only records that a page is to be
+ * looked for; the first time call that would start the refresh thread
+ * looks for it, maps it and is served from then on, with no thread of
+ * ours (a process that never reads the clock opens no page). It leaves
+ * the page for its own thread once the page is abandoned or no longer of
+ * its time namespace, and while the page is stale it looks for a service
+ * started in its service's place. A process that found its page stale at
+ * its first time call is served once the page is fresh again, its own
+ * thread ending then. */
 #include "config.h"
 
 #include "refresh.h"
 
 #include <errno.h>
+#include <limits.h>
+#include <string.h>
 
 #include "debug.h"
 #include "libc.h"
 #include "sandbox.h"
 #include "service_page.h"
 #include "signal_guard.h"
+#include "start_data.h"
 #include "table.h"
 #include "verdict.h"
 
-/* Straight to SERVED, never through IDLE: a thread made by an earlier
- * constructor may already read the clock, and must not start ours. */
-void refresh_serve(const struct settings *settings)
+/* The page the constructor asked the first time call to look for: the
+ * settings it read, with FASTTIME_PAGE's path copied (a program may write
+ * over its environment's strings, as those that set their process title
+ * do); with the start's data (start_data.h), the long path's buffer apart
+ * for the few paths that need it. Read and cleared by the one caller that
+ * claimed the start (refresh_start's compare-and-swap); a fork child
+ * made before that looks for the page at its own first call. */
+#define REFRESH_PAGE_SHORT_PATH 96u
+static struct {
+	bool pending;
+	bool rseq_registered;
+	struct settings settings;
+	char short_path[REFRESH_PAGE_SHORT_PATH];
+} refresh_page_wanted START_DATA;
+static char refresh_page_long_path[PATH_MAX];
+
+void refresh_serve_later(const struct settings *settings, bool rseq_registered)
 {
+	refresh_page_wanted.settings = *settings;
+	refresh_page_wanted.rseq_registered = rseq_registered;
+	if (settings->page != NULL) {
+		size_t length = strlen(settings->page);
+		char *kept = length < sizeof refresh_page_wanted.short_path
+				 ? refresh_page_wanted.short_path
+				 : refresh_page_long_path;
+
+		/* One too long for any path is left where it is: its open
+		 * fails as it would have in the constructor. */
+		if (length < sizeof refresh_page_long_path) {
+			memcpy(kept, settings->page, length + 1);
+			refresh_page_wanted.settings.page = kept;
+		}
+	}
+	__atomic_store_n(&refresh_page_wanted.pending, !settings_page_none(settings),
+			 __ATOMIC_RELAXED);
+	refresh_configure(settings);
+}
+
+/* Straight from STARTING to SERVED, never through IDLE: another thread's
+ * call must not start a thread of ours meanwhile. */
+bool refresh_serve_wanted_page(void)
+{
+	struct service_page_look look;
+
+	if (!__atomic_load_n(&refresh_page_wanted.pending, __ATOMIC_RELAXED))
+		return false;
+	__atomic_store_n(&refresh_page_wanted.pending, false, __ATOMIC_RELAXED);
+	/* Before the mapping: a child forked while it is made finds the
+	 * table read-only, and is served where the page was mapped by then
+	 * (refresh_after_fork_in_child). A thread started instead needs it
+	 * too. */
 	refresh_watch_forks();
-	refresh_take_settings(settings);
+	if (!service_page_find(&refresh_page_wanted.settings, refresh_page_wanted.rseq_registered,
+			       true, NULL, &look))
+		return false;
+	debug_log("calibration served by the page %s (service pid %d): no thread",
+		  service_page_served(), (int)look.header.service_pid);
 	signal_guard_set_pass_through(true);
 	refresh_set_state(REFRESH_SERVED);
+	return true;
+}
+
+void refresh_serve_before_filter(void)
+{
+	int idle = REFRESH_IDLE;
+
+	if (!__atomic_load_n(&refresh_page_wanted.pending, __ATOMIC_RELAXED) ||
+	    __atomic_load_n(&refresh_state, __ATOMIC_ACQUIRE) != REFRESH_IDLE ||
+	    !signal_guard_may_start() || !sandbox_thread_allowed() ||
+	    !__atomic_compare_exchange_n(&refresh_state, &idle, REFRESH_STARTING, false,
+					 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+		return;
+	if (!refresh_serve_wanted_page())
+		refresh_set_state(REFRESH_IDLE);
 }
 
 bool refresh_leave_service(const char *why, bool only_if_abandoned)

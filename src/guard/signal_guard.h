@@ -59,9 +59,9 @@ bool signal_guard_may_start(void);
 /* A process served by a calibration service runs no thread of ours, so
  * whether a handler runs never matters: with pass set, every install goes
  * straight to the next function (libc's), with no lock and no system call
- * of ours. Setting it looks the next functions up at once (the
- * constructor calls it), so that no install takes the loader's lock
- * later. */
+ * of ours. Setting it looks the next functions up at once (the served
+ * start calls it, never in a signal handler), so that no install takes
+ * the loader's lock later. */
 void signal_guard_set_pass_through(bool pass);
 
 /* sigaction as the program sees it: a handler is installed behind the

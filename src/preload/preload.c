@@ -46,23 +46,22 @@ static inline bool preload_is_null(const void *pointer)
 extern const char fasttime_service_process __attribute__((weak));
 
 /* Cheap facts only: no thread, no waiting, no CPUID (under a hypervisor
- * each one is a VM exit) and no symbol lookup: all of that is paid by every
- * process start, even one that never reads the clock, as is every page it
- * touches (start_data.h). One system call of well under a microsecond,
- * prctl(PR_GET_SECCOMP) (sandbox.h). A calibration service's page is
- * looked for here: before main() no descriptor of the program's can be
- * taken or closed under us (service_page_find). A page that serves is
- * mapped over the table, and then no thread of ours runs in the process.
- * What only a thread of our own needs waits for the call that starts it:
- * the kernel's clocksource (refresh_start) and, where libc takes them
- * late, the fork handlers (refresh_watch_forks). libc's functions are
- * looked up by the first call that needs one; the refresh thread checks
- * the processor when it starts. */
+ * each one is a VM exit), no symbol lookup and no file opened: all of
+ * that is paid by every process start, even one that never reads the
+ * clock, as is every page it touches (start_data.h). One system call of
+ * well under a microsecond, prctl(PR_GET_SECCOMP) (sandbox.h), before the
+ * program can install a filter of its own. A calibration service's page
+ * is only noted as to be looked for: the first time call that would start
+ * the refresh thread looks for it, maps it and is served from then on,
+ * with no thread of ours (refresh_serve_wanted_page). What only a thread
+ * of our own needs waits for that call too: the kernel's clocksource
+ * (refresh_start) and, where libc takes them late, the fork handlers
+ * (refresh_watch_forks). libc's functions are looked up by the first call
+ * that needs one; the refresh thread checks the processor when it starts. */
 __attribute__((constructor)) static void preload_init(void)
 {
 	struct settings settings;
-	struct service_page_look look;
-	bool rseq_registered, served = false;
+	bool rseq_registered;
 
 	settings_load(&settings,
 		      settings_environment_matters(environ) ? settings_secure_getenv
@@ -72,23 +71,16 @@ __attribute__((constructor)) static void preload_init(void)
 		settings.disabled = true;
 	debug_enabled = settings.debug;
 	cpu_hidden_hwcaps = settings.hidden_hwcaps;
-	if (!settings.disabled) {
-		/* Before any reader: the offset is written once. */
-		rseq_registered = cpu_rseq_init();
-		/* Before the program can install a filter of its own. */
-		sandbox_record();
-		refresh_watch_forks_of_this_process();
-		/* No buffer for the path here: each page of stack first touched
-		 * is a page fault of every process start. */
-		served = service_page_find(&settings, rseq_registered, true, NULL, &look);
-	}
-	if (served) {
-		debug_log("calibration served by the page %s (service pid %d): no thread",
-			  service_page_served(), (int)look.header.service_pid);
-		refresh_serve(&settings);
-	} else {
+	if (settings.disabled) {
 		refresh_configure(&settings);
+		return;
 	}
+	/* Before any reader: the offset is written once. */
+	rseq_registered = cpu_rseq_init();
+	/* Before the program can install a filter of its own. */
+	sandbox_record();
+	refresh_watch_forks_of_this_process();
+	refresh_serve_later(&settings, rseq_registered);
 }
 
 /* What every slow path does first. It starts the refresh thread if one is
@@ -349,11 +341,13 @@ static uint64_t preload_now_ns(enum preload_entry entry, const void *out, long r
 static inline __attribute__((always_inline)) long preload_slow_path(enum preload_entry entry,
 								    void *out)
 {
-	uint32_t flags = preload_api_flags();
 	bool stale = clock_lines_lapsed();
+	uint32_t flags;
 	long rc;
 
 	preload_slow_path_start(preload_entry_lines(entry));
+	/* After the start: a page it mapped is the table now. */
+	flags = preload_api_flags();
 	if (!stale) {
 		preload_clamp_settle();
 		if (preload_careful(entry, flags, out, &rc))
@@ -374,21 +368,29 @@ static inline __attribute__((always_inline)) long preload_slow_path(enum preload
 	return preload_give(entry, out, rc);
 }
 
+static __attribute__((noinline)) int preload_slow(enum preload_entry entry, void *out);
+
 /* A call left to libc (the TSC does not answer this entry point, yet or any
  * more, or not this call: a NULL pointer, a timezone, another base) while
  * a thread start or the clamp is due: libc, once the refresh thread is on
  * its way, and clamped where this thread may have had answers from the
- * TSC. */
+ * TSC. A start that mapped a calibration service's page answers this very
+ * call from it, as the slow path does. */
 static inline __attribute__((always_inline)) long
 preload_libc_path(enum preload_entry entry, void *out, union preload_libc_arg arg)
 {
 	/* time() comes here only for the clamp, and starts no thread. */
 	if (entry != PRELOAD_TIME) {
-		uint32_t flags = preload_api_flags();
+		uint32_t flags = preload_api_flags(), api = preload_entry_api(entry);
+		bool usual = !preload_is_null(out) &&
+			     (entry != PRELOAD_GETTIMEOFDAY || arg.tz == NULL) &&
+			     (entry != PRELOAD_TIMESPEC_GET || arg.base == TIME_UTC);
 
 		refresh_ensure_started();
-		if (!(flags & (CLOCK_LIBC_CLAMPED | preload_entry_api(entry))) ||
-		    preload_is_null(out) || (entry == PRELOAD_TIMESPEC_GET && arg.base != TIME_UTC))
+		if (usual && !(flags & api) && (preload_api_flags() & api))
+			return preload_slow(entry, out);
+		if (!(flags & (CLOCK_LIBC_CLAMPED | api)) || preload_is_null(out) ||
+		    (entry == PRELOAD_TIMESPEC_GET && arg.base != TIME_UTC))
 			return preload_ask_libc(entry, out, arg);
 	}
 	return preload_give(entry, out,

@@ -64,8 +64,8 @@ static bool service_page_time_ns_checking START_DATA;
 static uint64_t service_page_next_look_tsc;
 /* A page refused at start for being stale, which the refresh thread looks
  * at again (service_page_take_up), and what it was judged for; the path
- * is empty when none is awaited. Written by the constructor, then by the
- * refresh thread alone. */
+ * is empty when none is awaited. Written by the first time call's look,
+ * then by the refresh thread alone. */
 static char service_page_awaited_path[PATH_MAX];
 static struct service_page_expect service_page_awaited_expect;
 /* Taken, never waited for, by whoever changes what is mapped over the

@@ -2,8 +2,8 @@
  * file can serve this reader, now (its file, its header, its lines
  * against this process's own clocks, its offsets, its coverage of the
  * CPUs the reader may run on). Reads the TSC and the kernel's clocks by
- * raw system calls: it judges in a constructor, where no libc function is
- * looked up yet, and inside a program's time call (a look again). */
+ * raw system calls: it judges inside a program's time call (its first, or
+ * a look again), which must not look up libc's functions for it. */
 #include "config.h"
 
 #include "service_page.h"

@@ -18,7 +18,12 @@
  *             arguments, the last on the stack; return values and errno),
  *             and seccomp calls that install nothing leave the thread
  *   exec PROGRAM ARGS...  runs PROGRAM under a filter that kills pidfd_open
- *             (served.test: a served start under it lives, and is served) */
+ *             (served.test: a served start under it lives, and is served)
+ *   served    under FASTTIME_PAGE, before any time call, installs with
+ *             prctl a filter that kills thread creation, then reads: the
+ *             interposer looked for the page first, so the process is
+ *             served under the filter (the page mapped, no thread); exits
+ *             75 where it is not (the page was stale then: served.test) */
 #include "config.h"
 
 #include "life.h"
@@ -227,6 +232,49 @@ static void sandbox_passthrough(void)
 	exit(0);
 }
 
+/* Whether path is mapped in this process (/proc/self/maps). */
+static bool sandbox_maps(const char *path)
+{
+	char line[4608];
+	size_t length = strlen(path);
+	bool found = false;
+	FILE *maps = fopen("/proc/self/maps", "r");
+
+	if (maps == NULL)
+		life_fail("/proc/self/maps: %s", strerror(errno));
+	while (!found && fgets(line, sizeof line, maps) != NULL) {
+		char *at = strstr(line, path);
+
+		found = at != NULL && (at[length] == '\n' || at[length] == '\0');
+	}
+	fclose(maps);
+	return found;
+}
+
+/* A served process whose first time call comes after it installs a filter:
+ * served under it, reading from the page with no thread. */
+static void sandbox_served(void)
+{
+	const char *page = getenv("FASTTIME_PAGE");
+
+	if (page == NULL || page[0] != '/')
+		life_fail("served: FASTTIME_PAGE names no page");
+	if (sandbox_maps(page))
+		life_fail("served: the page was mapped before the first time call");
+	sandbox_install(SANDBOX_PRCTL, false, false);
+	sandbox_read_for(300);
+	if (life_threads_named("fasttime") != 0) {
+		life_list_threads();
+		life_fail("served: a fasttime thread runs under the filter");
+	}
+	if (!sandbox_maps(page)) {
+		life_say("served: not served under the filter (the page unmapped)");
+		exit(LIFE_EXIT_NOT_SERVED);
+	}
+	life_say("served: served by the page under a filter installed before the first time call");
+	exit(0);
+}
+
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "prctl";
@@ -241,6 +289,8 @@ int main(int argc, char **argv)
 		sandbox_passthrough();
 	if (strcmp(mode, "exec") == 0)
 		sandbox_exec(argv + 2);
+	if (strcmp(mode, "served") == 0)
+		sandbox_served();
 	if (strcmp(mode, "sshd") == 0) {
 		/* The parent's thread runs, and its lines are inherited. */
 		life_require_fast();
