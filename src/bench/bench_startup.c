@@ -129,15 +129,14 @@ static void bench_startup_take(struct bench_startup_result *r, const char *line,
 		r->outcome = "not started";
 }
 
-/* Makes the first call and keeps calling, reading the library's lines from
- * fd, until it has decided, has not started, or the timeout. */
-static void bench_startup_watch(struct bench_startup_result *r, int fd)
+/* After the first call (made at start), keeps calling, reading the
+ * library's lines from fd, until it has decided, has not started, or the
+ * timeout. */
+static void bench_startup_watch(struct bench_startup_result *r, int fd, uint64_t start)
 {
 	char buffer[4096];
 	size_t used = 0;
-	uint64_t start = bench_library_first_call();
 
-	r->first_call_ns = bench_libc_ns(CLOCK_MONOTONIC) - start;
 	for (;;) {
 		struct timespec ts;
 		ssize_t n;
@@ -232,6 +231,56 @@ static void bench_startup_table(const struct bench_startup_result *r)
 		printf("the library did not start its fast path\n");
 }
 
+/* Catches the library's debug lines (FASTTIME_DEBUG) in a pipe, from
+ * before the first call: *saved is the real stderr, or -1 when nothing is
+ * caught. False when it cannot. */
+static bool bench_startup_catch(bool debug, int fds[2], int *saved)
+{
+	*saved = -1;
+	if (!debug)
+		return true;
+	if (pipe(fds) != 0 || fcntl(fds[0], F_SETFL, O_NONBLOCK) != 0 ||
+	    (*saved = dup(STDERR_FILENO)) < 0 || dup2(fds[1], STDERR_FILENO) < 0) {
+		fprintf(stderr, "fasttime-bench: cannot catch the library's output: %s\n",
+			strerror(errno));
+		return false;
+	}
+	close(fds[1]);
+	return true;
+}
+
+/* Puts stderr back, first passing on what was caught and not read. */
+static void bench_startup_release(int fds[2], int saved)
+{
+	char buffer[4096];
+	ssize_t n;
+
+	if (saved < 0)
+		return;
+	dup2(saved, STDERR_FILENO);
+	close(saved);
+	while ((n = read(fds[0], buffer, sizeof buffer)) > 0)
+		if (write(STDERR_FILENO, buffer, (size_t)n) != n)
+			break;
+	close(fds[0]);
+}
+
+/* A served process: its page is looked for, mapped and read by its first
+ * call, and no start follows it (tests/lifecycle/served.test shows that
+ * call is answered from the TSC). */
+static int bench_startup_served(const struct bench_library *library, uint64_t first_call_ns)
+{
+	if (bench_options.csv)
+		printf("source,api,metric,value\nstartup,-,first_call_us,%.1f\n"
+		       "startup,-,outcome,served\n",
+		       (double)first_call_ns / 1e3);
+	else
+		printf("fasttime-bench %s: served by the page %s: the first call mapped it, no "
+		       "thread starts\nfirst call: %.1f us\n",
+		       PACKAGE_VERSION, library->page, (double)first_call_ns / 1e3);
+	return 0;
+}
+
 int bench_startup_run(void)
 {
 	struct bench_startup_result result = {
@@ -245,6 +294,7 @@ int bench_startup_run(void)
 	struct bench_library library;
 	struct settings settings;
 	int fds[2], saved;
+	uint64_t start;
 
 	bench_library_find(&library);
 	bench_library_settings(&settings);
@@ -253,37 +303,21 @@ int bench_startup_run(void)
 				"(fasttime --debug fasttime-bench --startup)\n");
 		return 2;
 	}
-	/* Served: the lines were mapped before main(), and no start follows
-	 * the first call; tests/lifecycle/served.test shows that call is
-	 * answered from the TSC. */
+	/* Caught from before the first call, which may start the thread. */
+	if (!bench_startup_catch(settings.debug, fds, &saved))
+		return 1;
+	start = bench_library_first_call();
+	result.first_call_ns = bench_libc_ns(CLOCK_MONOTONIC) - start;
 	if (bench_library_served(&library)) {
-		uint64_t start = bench_library_first_call();
-
-		result.first_call_ns = bench_libc_ns(CLOCK_MONOTONIC) - start;
-		if (bench_options.csv)
-			printf("source,api,metric,value\nstartup,-,first_call_us,%.1f\n"
-			       "startup,-,outcome,served\n",
-			       (double)result.first_call_ns / 1e3);
-		else
-			printf("fasttime-bench %s: served by the page %s: the lines were mapped "
-			       "before main(), no thread starts\nfirst call: %.1f us\n",
-			       PACKAGE_VERSION, library.page, (double)result.first_call_ns / 1e3);
-		return 0;
+		bench_startup_release(fds, saved);
+		return bench_startup_served(&library, result.first_call_ns);
 	}
 	if (!settings.debug) {
 		fprintf(stderr, "fasttime-bench: --startup reads the library's debug lines: "
 				"run it with FASTTIME_DEBUG=1 (fasttime --debug)\n");
 		return 2;
 	}
-	if (pipe(fds) != 0 || fcntl(fds[0], F_SETFL, O_NONBLOCK) != 0 ||
-	    (saved = dup(STDERR_FILENO)) < 0 || dup2(fds[1], STDERR_FILENO) < 0) {
-		fprintf(stderr, "fasttime-bench: cannot catch the library's output: %s\n",
-			strerror(errno));
-		return 1;
-	}
-	close(fds[1]);
-
-	bench_startup_watch(&result, fds[0]);
+	bench_startup_watch(&result, fds[0], start);
 	/* Later debug lines go where fasttime --debug sends them. */
 	dup2(saved, STDERR_FILENO);
 	close(saved);
