@@ -215,8 +215,20 @@ served() {
 		head -5 "$tmp/served.err"
 	fi
 }
+# A program that reads no clock (sleep waits with clock_nanosleep, which
+# the library leaves alone) looks for no page and starts no thread: the page
+# is looked for at the first time call.
+untouched() {
+	FASTTIME_DEBUG=1 sh -c "$2" >/dev/null 2>"$tmp/served.err"
+	if ! grep -q "served by the page\|refresh thread started" "$tmp/served.err"; then
+		pass "$1, which reads no clock, looks for no page and starts no thread"
+	else
+		fail "$1 reads no clock, yet:"
+		head -5 "$tmp/served.err"
+	fi
+}
 served date "date +%s.%N"
-served sleep "sleep 0.1"
+untouched sleep "sleep 0.1"
 served probe "$top/tests/integration/probe 20 0"
 [ -n "$python" ] && served python3 "$python -c 'import time; time.monotonic(); time.time()'"
 
