@@ -14,6 +14,7 @@
 #include "offsets.h"
 #include "placement.h"
 #include "raw_lines.h"
+#include "start_data.h"
 #include "table.h"
 #include "verdict.h"
 
@@ -26,8 +27,9 @@ struct api_choice_record api_choice_last;
 /* Every CLOCK_API_* bit readers of each mode have been given since the
  * engine began. */
 static uint32_t api_choice_ever_published[TABLE_MODE_COUNT];
-/* Whether the engine chooses for both modes (api_choice_for_both_modes). */
-static bool api_choice_both_modes;
+/* Whether the engine chooses for both modes (api_choice_for_both_modes).
+ * Set by every process start (start_data.h). */
+static bool api_choice_both_modes START_DATA;
 /* When the engine began (api_choice_begin), monotonic ns. */
 static uint64_t api_choice_started_ns;
 

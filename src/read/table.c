@@ -9,11 +9,14 @@
 #include "clock_table.h"
 #include "start_data.h"
 
-/* In a .bss of its own, after the common one (.lbss, which the linker
- * places last): its page alignment would otherwise align all of .bss to a
- * page, so that the first .bss page, which crtstuff's destructor reads and
- * writes at every process exit, were a page of its own (two faults), not
- * the tail of the .data page the loader writes anyway. */
+/* In a section of its own, which the library's link puts at the start of
+ * the zero-filled data, before .bss (src/preload/libfasttime.ld): a page
+ * mapped over it then splits no mapping that a fork copies. Not in .bss
+ * itself: its page alignment would align all of .bss to a page, so that
+ * the first .bss page, which crtstuff's destructor reads and writes at
+ * every process exit, were a page of its own (two faults), not the tail
+ * of the .data page the loader writes anyway. Linked without that script
+ * (the programs), .lbss puts it after .bss. */
 struct table_page table_page __attribute__((section(".lbss.fasttime_table")));
 bool table_read_only START_DATA;
 const uint32_t *table_own_flags = &table_page.shared.api_flags[TABLE_MODE_ORDERED];

@@ -27,6 +27,10 @@
  *                     leaves its page stale meanwhile); without /proc,
  *                     the threads are "unknown" and the wait is WAIT_MS
  *   fork              a short probe, then fork: the child probes (500 ms)
+ *   maps              how many mappings the process's first time call
+ *                     added (maps_added): a served start maps the page
+ *                     over the library's table, which must split no
+ *                     mapping (each one more is copied at every fork)
  *   watch             samples the three clocks until SIGTERM; prints
  *                     "ready" once the first samples are taken, and one
  *                     "phase=N" line of counts at each SIGUSR1 (and at the
@@ -251,6 +255,38 @@ static int served_fork(void)
 	status = life_wait_child(pid, 30);
 	printf("child_status=%d\n",
 	       WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+	return 0;
+}
+
+/* The process's mappings, by /proc/self/maps read with no allocation
+ * (stdio's buffer would make the heap a mapping of its own); -1 when it
+ * cannot be read. */
+static int served_count_maps(void)
+{
+	static char buf[4096];
+	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC), lines = 0;
+	ssize_t n;
+
+	if (fd < 0)
+		return -1;
+	while ((n = read(fd, buf, sizeof buf)) > 0)
+		for (ssize_t i = 0; i < n; i++)
+			lines += buf[i] == '\n';
+	close(fd);
+	return n < 0 ? -1 : lines;
+}
+
+/* The mappings a served process's first time call adds: one, the page. */
+static int served_maps(void)
+{
+	struct timespec ts;
+	int before = served_count_maps(), after;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	after = served_count_maps();
+	if (before < 0 || after < 0)
+		life_fail("/proc/self/maps: %s", strerror(errno));
+	printf("maps_added=%d\n", after - before);
 	return 0;
 }
 
@@ -707,6 +743,8 @@ int main(int argc, char **argv)
 		return served_fork();
 	if (argc == 2 && strcmp(argv[1], "watch") == 0)
 		return served_watch();
+	if (argc == 2 && strcmp(argv[1], "maps") == 0)
+		return served_maps();
 	if (argc == 2 && strcmp(argv[1], "unshare-time") == 0)
 		return served_time_namespace(false, false, false, false);
 	if (argc == 3 && strcmp(argv[1], "unshare-time") == 0 &&
@@ -719,8 +757,9 @@ int main(int argc, char **argv)
 		return served_time_namespace(true, false, false, false);
 	if (argc == 3 && strcmp(argv[1], "stale-reads") == 0)
 		return served_stale_reads((pid_t)strtol(argv[2], NULL, 10));
-	fprintf(stderr, "usage: served probe [WAIT_MS] | fork | watch | unshare-time [child|raw "
-			"[thread]] | setns-time | stale-reads SERVICE_PID | timens-run NS "
-			"proc|noproc CMD...\n");
+	fprintf(stderr,
+		"usage: served probe [WAIT_MS] | fork | maps | watch | unshare-time [child|raw "
+		"[thread]] | setns-time | stale-reads SERVICE_PID | timens-run NS "
+		"proc|noproc CMD...\n");
 	return 99;
 }
