@@ -292,17 +292,12 @@ static void *refresh_main(void *unused)
 	return NULL;
 }
 
-void refresh_start(void)
+bool refresh_claim_start(void)
 {
-	int saved_errno = errno;
 	int expected = REFRESH_IDLE;
-	pthread_attr_t attr;
-	pthread_t thread;
-	sigset_t all, saved;
-	int created;
 
 	if (__atomic_load_n(&refresh_state, __ATOMIC_ACQUIRE) != REFRESH_IDLE)
-		return;
+		return false;
 	/* Never from a signal handler: pthread_create allocates, and the
 	 * interrupted code may hold malloc's lock. A later call outside it
 	 * starts the thread; until then this thread's calls pass to libc
@@ -310,17 +305,22 @@ void refresh_start(void)
 	 * process without a running thread publishes no step of a clock
 	 * (preload_follow_step). */
 	if (!signal_guard_may_start())
-		return;
-	if (!__atomic_compare_exchange_n(&refresh_state, &expected, REFRESH_STARTING, false,
-					 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
-		return;
+		return false;
+	return __atomic_compare_exchange_n(&refresh_state, &expected, REFRESH_STARTING, false,
+					   __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+}
+
+/* Whether a claimed start may make a thread: an earlier one stopped without
+ * a join is gone, and no filter forbids it. Otherwise the state is set to
+ * what comes next: IDLE (a later call tries again) or OFF. */
+static bool refresh_start_allowed(void)
+{
 	/* A thread stopped earlier without a join must be gone first: until
 	 * then, the start waits for a later call. */
 	if (refresh.has_unjoined) {
 		if (pthread_tryjoin_np(refresh.unjoined_thread, NULL) != 0) {
 			refresh_set_state(REFRESH_IDLE);
-			errno = saved_errno;
-			return;
+			return false;
 		}
 		refresh.has_unjoined = false;
 	}
@@ -329,15 +329,15 @@ void refresh_start(void)
 	if (!sandbox_thread_allowed()) {
 		debug_log("a seccomp filter was installed: not starting; answering with libc");
 		refresh_set_state(REFRESH_OFF);
-		errno = saved_errno;
-		return;
+		return false;
 	}
-	/* A calibration service's page, looked for by the first call that
-	 * would start a thread, at the same gates: served, no thread. */
-	if (refresh_serve_wanted_page()) {
-		errno = saved_errno;
-		return;
-	}
+	return true;
+}
+
+/* What the thread needs before it exists, in the time call that starts
+ * it: the fork handlers, the kernel's clocksource, and who owns it. */
+static void refresh_prepare_thread(void)
+{
 	/* A fork child has something to reset from now on (refresh.started). */
 	refresh_watch_forks();
 	/* The kernel's clocksource, which a process that never reads the
@@ -350,6 +350,18 @@ void refresh_start(void)
 	/* Before the thread exists: whoever stops it asks whose it is. */
 	refresh.owner_pid = getpid();
 	__atomic_store_n(&refresh.started, true, __ATOMIC_RELAXED);
+}
+
+/* Creates the thread, and sets the state to RUNNING, or to OFF where it
+ * cannot be created. */
+static void refresh_create_thread(void)
+{
+	int expected = REFRESH_STARTING;
+	pthread_attr_t attr;
+	pthread_t thread;
+	sigset_t all, saved;
+	int created;
+
 	/* The host's signals must never land on our thread: it starts with all
 	 * of them blocked. */
 	sigfillset(&all);
@@ -365,13 +377,26 @@ void refresh_start(void)
 		debug_log("cannot start the refresh thread (error %d); answering with libc",
 			  created);
 		refresh_set_state(REFRESH_OFF);
-	} else {
-		/* Unless the thread has already quit (and detached itself). */
-		refresh.thread = thread;
-		process_mark_set();
-		expected = REFRESH_STARTING;
-		__atomic_compare_exchange_n(&refresh_state, &expected, REFRESH_RUNNING, false,
-					    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+		return;
+	}
+	/* Unless the thread has already quit (and detached itself). */
+	refresh.thread = thread;
+	process_mark_set();
+	__atomic_compare_exchange_n(&refresh_state, &expected, REFRESH_RUNNING, false,
+				    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+}
+
+void refresh_start(void)
+{
+	int saved_errno = errno;
+
+	if (!refresh_claim_start())
+		return;
+	/* A calibration service's page, looked for by the first call that
+	 * would start a thread, at the same gates: served, no thread. */
+	if (refresh_start_allowed() && !refresh_serve_wanted_page()) {
+		refresh_prepare_thread();
+		refresh_create_thread();
 	}
 	/* The caller asked for the time, not for our bookkeeping. */
 	errno = saved_errno;

@@ -68,6 +68,12 @@ void refresh_look_for_service_again(void);
  * change of lines). True when it is: the thread then ends. */
 bool refresh_take_up_awaited_page(void);
 
+/* Claims the start of the thread for this caller (IDLE to STARTING), for
+ * refresh_start and for a look for the page before a filter
+ * (refresh_serve_before_filter): false where the state is not IDLE,
+ * another caller claimed it first, or this may be a signal handler. The
+ * claimer sets the state that follows. */
+bool refresh_claim_start(void);
 /* Starts the thread unless it runs, has failed or is not wanted. */
 void refresh_start(void);
 

@@ -30,7 +30,7 @@
  * over its environment's strings, as those that set their process title
  * do); with the start's data (start_data.h), the long path's buffer apart
  * for the few paths that need it. Read and cleared by the one caller that
- * claimed the start (refresh_start's compare-and-swap); a fork child
+ * claimed the start (refresh_claim_start); a fork child
  * made before that looks for the page at its own first call. */
 #define REFRESH_PAGE_SHORT_PATH 96u
 static struct {
@@ -89,15 +89,11 @@ bool refresh_serve_wanted_page(void)
 
 void refresh_serve_before_filter(void)
 {
-	int idle = REFRESH_IDLE;
-
 	if (!__atomic_load_n(&refresh_page_wanted.pending, __ATOMIC_RELAXED) ||
-	    __atomic_load_n(&refresh_state, __ATOMIC_ACQUIRE) != REFRESH_IDLE ||
-	    !signal_guard_may_start() || !sandbox_thread_allowed() ||
-	    !__atomic_compare_exchange_n(&refresh_state, &idle, REFRESH_STARTING, false,
-					 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+	    !refresh_claim_start())
 		return;
-	if (!refresh_serve_wanted_page())
+	/* Claimed as a start is: no thread starts meanwhile. */
+	if (!sandbox_thread_allowed() || !refresh_serve_wanted_page())
 		refresh_set_state(REFRESH_IDLE);
 }
 
