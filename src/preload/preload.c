@@ -382,15 +382,17 @@ preload_libc_path(enum preload_entry entry, void *out, union preload_libc_arg ar
 	/* time() comes here only for the clamp, and starts no thread. */
 	if (entry != PRELOAD_TIME) {
 		uint32_t flags = preload_api_flags(), api = preload_entry_api(entry);
-		bool usual = !preload_is_null(out) &&
-			     (entry != PRELOAD_GETTIMEOFDAY || arg.tz == NULL) &&
-			     (entry != PRELOAD_TIMESPEC_GET || arg.base == TIME_UTC);
 
 		refresh_ensure_started();
-		if (usual && !(flags & api) && (preload_api_flags() & api))
+		/* No place for the answer, or another base: libc's alone. */
+		if (preload_is_null(out) || (entry == PRELOAD_TIMESPEC_GET && arg.base != TIME_UTC))
+			return preload_ask_libc(entry, out, arg);
+		/* The start made the TSC answer this entry point; a timezone
+		 * is still libc's business, but its answer is clamped. */
+		if ((entry != PRELOAD_GETTIMEOFDAY || arg.tz == NULL) && !(flags & api) &&
+		    (preload_api_flags() & api))
 			return preload_slow(entry, out);
-		if (!(flags & (CLOCK_LIBC_CLAMPED | api)) || preload_is_null(out) ||
-		    (entry == PRELOAD_TIMESPEC_GET && arg.base != TIME_UTC))
+		if (!(flags & (CLOCK_LIBC_CLAMPED | api)))
 			return preload_ask_libc(entry, out, arg);
 	}
 	return preload_give(entry, out,
