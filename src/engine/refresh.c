@@ -25,6 +25,7 @@
 #include "api_choice.h"
 #include "clock.h"
 #include "debug.h"
+#include "errno_keep.h"
 #include "fork_handler.h"
 #include "libc.h"
 #include "look.h"
@@ -388,8 +389,6 @@ static void refresh_create_thread(void)
 
 void refresh_start(void)
 {
-	int saved_errno = errno;
-
 	if (!refresh_claim_start())
 		return;
 	/* A calibration service's page, looked for by the first call that
@@ -398,8 +397,6 @@ void refresh_start(void)
 		refresh_prepare_thread();
 		refresh_create_thread();
 	}
-	/* The caller asked for the time, not for our bookkeeping. */
-	errno = saved_errno;
 }
 
 /* Sleeps a millisecond: waiting for another thread's start or stop. */
@@ -507,7 +504,6 @@ static void refresh_stop_record(enum refresh_stop_kind kind, enum refresh_stoppe
 
 enum refresh_stopped refresh_stop(enum refresh_stop_kind kind)
 {
-	int saved_errno = errno;
 	enum refresh_stopped stopped = REFRESH_STOPPED_ASKED;
 	bool may_join;
 
@@ -524,19 +520,14 @@ enum refresh_stopped refresh_stop(enum refresh_stop_kind kind)
 	if (state == REFRESH_SERVED && kind == REFRESH_STOP_FOR_GOOD)
 		refresh.served_under_filter = true;
 	if (state == REFRESH_OFF || state == REFRESH_SERVED ||
-	    (refresh.owner_pid != 0 && getpid() != refresh.owner_pid)) {
-		errno = saved_errno;
+	    (refresh.owner_pid != 0 && getpid() != refresh.owner_pid))
 		return REFRESH_STOPPED_NONE;
-	}
 	may_join = signal_guard_may_start();
-	if (!refresh_claim_stop(kind, may_join)) {
-		errno = saved_errno;
+	if (!refresh_claim_stop(kind, may_join))
 		return REFRESH_STOPPED_NONE;
-	}
 	if (refresh_end_thread(kind, may_join))
 		stopped = REFRESH_STOPPED_JOINED;
 	refresh_stop_record(kind, stopped);
-	errno = saved_errno;
 	return stopped;
 }
 
@@ -587,7 +578,8 @@ static void refresh_after_fork_own(int state)
 		refresh_set_state(REFRESH_IDLE);
 }
 
-void refresh_after_fork_in_child(void)
+/* A fork child's reset of the thread's life (refresh_after_fork_in_child). */
+static void refresh_after_fork_reset(void)
 {
 	int state = __atomic_load_n(&refresh_state, __ATOMIC_RELAXED);
 
@@ -609,6 +601,16 @@ void refresh_after_fork_in_child(void)
 	    state != REFRESH_STARTING && state != REFRESH_STOPPING)
 		return;
 	refresh_after_fork_own(state);
+}
+
+/* The fork handler itself, where libc's fork enters the library: the
+ * child's errno is the program's. */
+void refresh_after_fork_in_child(void)
+{
+	struct errno_keep keep = errno_keep_take();
+
+	refresh_after_fork_reset();
+	errno_keep_give(keep);
 }
 
 /* Set by the preloaded library's constructor: a calibration service's
@@ -647,5 +649,5 @@ void refresh_check_process(void)
 	    !process_mark_wiped())
 		return;
 	debug_log("a new process made without fork(): starting its own refresh thread");
-	refresh_after_fork_in_child();
+	refresh_after_fork_reset();
 }

@@ -50,8 +50,7 @@ void refresh_serve_before_filter(void);
  * starts this process's own thread. why is for FASTTIME_DEBUG. With
  * only_if_abandoned, only if the page is still abandoned when the leave
  * holds the table (a look may have found a new page meanwhile). False
- * when the process was not served, or another caller is leaving. errno
- * kept. */
+ * when the process was not served, or another caller is leaving. */
 bool refresh_leave_service(const char *why, bool only_if_abandoned);
 /* A served process whose page is stale looks for a service started in
  * its service's place, now and then (service_page_look_again), and is
@@ -96,7 +95,7 @@ enum refresh_stopped {
  * interrupted code holds. A thread not joined ends on its own soon after,
  * and a later start joins it first. Nothing happens, and nothing is
  * written, in a process that shares the library's memory without being the
- * one the thread runs in (a vfork or CLONE_VM child). errno is kept. */
+ * one the thread runs in (a vfork or CLONE_VM child). */
 enum refresh_stopped refresh_stop(enum refresh_stop_kind kind);
 
 /* The check every slow call makes: one load, and a call only the first time. */
