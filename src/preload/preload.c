@@ -418,13 +418,28 @@ static inline __attribute__((always_inline)) long preload_slow_path(enum preload
 
 static __attribute__((noinline)) int preload_slow(enum preload_entry entry, void *out);
 
+/* refresh_ensure_started where libc answers next: the program's errno is
+ * kept around a start, the one call there that may change it, and only
+ * when one is due, so that a call left to libc pays nothing for it. */
+static inline void preload_ensure_started(void)
+{
+	struct errno_keep keep;
+
+	if (__builtin_expect(__atomic_load_n(&refresh_state, __ATOMIC_RELAXED) != REFRESH_IDLE, 1))
+		return;
+	keep = errno_keep_take();
+	refresh_start();
+	errno_keep_give(keep);
+}
+
 /* A call left to libc (the TSC does not answer this entry point, yet or any
  * more, or not this call: a NULL pointer, a timezone, another base) while
  * a thread start or the clamp is due: libc, once the refresh thread is on
  * its way, and clamped where this thread may have had answers from the
  * TSC. A start that mapped a calibration service's page answers this very
- * call from it, as the slow path does. The program's errno is kept as
- * there; time()'s clamp calls nothing, and keeps none. */
+ * call from it, as the slow path does. The program's errno is kept where
+ * work of ours may change it: around a start, and around a clamp that may
+ * read a clock; time()'s clamp calls nothing. */
 static inline __attribute__((always_inline)) long
 preload_libc_path(enum preload_entry entry, void *out, union preload_libc_arg arg)
 {
@@ -436,12 +451,9 @@ preload_libc_path(enum preload_entry entry, void *out, union preload_libc_arg ar
 	if (entry == PRELOAD_TIME)
 		return preload_give(entry, out,
 				    preload_clamp(entry, out, preload_ask_libc(entry, out, arg)));
-	keep = errno_keep_take();
 	flags = preload_api_flags();
 	api = preload_entry_api(entry);
-	refresh_ensure_started();
-	/* Whichever answers next starts from the program's errno. */
-	errno_keep_give(keep);
+	preload_ensure_started();
 	/* No place for the answer, or another base: libc's alone. */
 	if (preload_is_null(out) || (entry == PRELOAD_TIMESPEC_GET && arg.base != TIME_UTC))
 		return preload_ask_libc(entry, out, arg);
@@ -452,7 +464,13 @@ preload_libc_path(enum preload_entry entry, void *out, union preload_libc_arg ar
 		return preload_slow(entry, out);
 	if (!(flags & (CLOCK_LIBC_CLAMPED | api)))
 		return preload_ask_libc(entry, out, arg);
-	rc = preload_ask_libc_kept(entry, out, arg, &keep);
+	rc = preload_ask_libc(entry, out, arg);
+	/* The monotonic clocks' clamp calls nothing; another's may read
+	 * libc's CLOCK_MONOTONIC (preload_clamp_offset_clock): libc's errno
+	 * is kept across it. */
+	if (entry == PRELOAD_MONOTONIC || entry == PRELOAD_MONOTONIC_RAW)
+		return preload_clamp(entry, out, rc);
+	keep = errno_keep_take();
 	rc = preload_clamp(entry, out, rc);
 	errno_keep_give(keep);
 	return preload_give(entry, out, rc);
