@@ -5,7 +5,6 @@
 #include "cpu.h"
 
 #include <cpuid.h>
-#include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
 #include <stddef.h>
@@ -92,17 +91,13 @@ void cpu_probe_instructions(struct cpu_facts *facts)
  * wrappers would each cost a symbol lookup. */
 static bool cpu_read_small_file(const char *path, char *buf, size_t size)
 {
-	int saved_errno = errno;
 	int fd = (int)raw_syscall(SYS_openat, AT_FDCWD, (long)path, O_RDONLY | O_CLOEXEC, 0, 0, 0);
 	ssize_t n;
 
-	if (fd < 0) {
-		errno = saved_errno;
+	if (fd < 0)
 		return false;
-	}
 	n = (ssize_t)raw_syscall(SYS_read, fd, (long)buf, (long)(size - 1), 0, 0, 0);
 	raw_syscall(SYS_close, fd, 0, 0, 0, 0, 0);
-	errno = saved_errno;
 	if (n <= 0)
 		return false;
 	buf[n] = '\0';

@@ -4,7 +4,6 @@
 
 #include "debug.h"
 
-#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -16,7 +15,6 @@ bool debug_enabled START_DATA;
 
 void debug_write_line(const char *line)
 {
-	int saved = errno;
 	size_t len = strlen(line);
 
 	while (len > 0) {
@@ -26,7 +24,6 @@ void debug_write_line(const char *line)
 		line += n;
 		len -= (size_t)n;
 	}
-	errno = saved;
 }
 
 void debug_log(const char *format, ...)

@@ -9,10 +9,11 @@
 #include "libc.h"
 
 #include <dlfcn.h>
-#include <errno.h>
 #include <stdbool.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+
+#include "errno_keep.h"
 
 struct libc_time_functions libc_time = {
 	.clock_gettime = libc_unresolved_clock_gettime,
@@ -38,8 +39,6 @@ static __thread bool libc_resolving __attribute__((tls_model("initial-exec")));
 
 void libc_resolve(void)
 {
-	int saved_errno = errno;
-
 	if (libc_resolving)
 		return;
 	libc_resolving = true;
@@ -48,8 +47,6 @@ void libc_resolve(void)
 	LIBC_RESOLVE_ENTRY(time, libc_unresolved_time, "time");
 	LIBC_RESOLVE_ENTRY(timespec_get, libc_unresolved_timespec_get, "timespec_get");
 	libc_resolving = false;
-	/* The lookup's own errors are none of the caller's business. */
-	errno = saved_errno;
 }
 
 void *fasttime_libc_beneath(const char *name)
@@ -78,13 +75,10 @@ void *fasttime_libc_beneath(const char *name)
 
 void libc_resolve_beneath_fasttime(void)
 {
-	int saved_errno = errno;
-
 	LIBC_RESOLVE_BENEATH(clock_gettime, "clock_gettime");
 	LIBC_RESOLVE_BENEATH(gettimeofday, "gettimeofday");
 	LIBC_RESOLVE_BENEATH(time, "time");
 	LIBC_RESOLVE_BENEATH(timespec_get, "timespec_get");
-	errno = saved_errno;
 }
 
 int libc_syscall_clock_gettime(clockid_t id, struct timespec *ts)
@@ -102,13 +96,24 @@ time_t libc_syscall_time(time_t *t)
 	return (time_t)syscall(SYS_time, t);
 }
 
+/* libc_resolve where the program's call enters the library: a pass-through
+ * jumps straight to a libc_unresolved_*. The lookup's own errors are none
+ * of the caller's business. */
+static void libc_resolve_keeping_errno(void)
+{
+	struct errno_keep keep = errno_keep_take();
+
+	libc_resolve();
+	errno_keep_give(keep);
+}
+
 /* Each libc_unresolved_* resolves libc's function, then calls it; before
  * resolution can succeed, it makes the system call itself. */
 int libc_unresolved_clock_gettime(clockid_t id, struct timespec *ts)
 {
 	int (*fn)(clockid_t, struct timespec *);
 
-	libc_resolve();
+	libc_resolve_keeping_errno();
 	fn = __atomic_load_n(&libc_time.clock_gettime, __ATOMIC_ACQUIRE);
 	if (fn == libc_unresolved_clock_gettime)
 		return libc_syscall_clock_gettime(id, ts);
@@ -119,7 +124,7 @@ int libc_unresolved_gettimeofday(struct timeval *tv, void *tz)
 {
 	int (*fn)(struct timeval *, void *);
 
-	libc_resolve();
+	libc_resolve_keeping_errno();
 	fn = __atomic_load_n(&libc_time.gettimeofday, __ATOMIC_ACQUIRE);
 	if (fn == libc_unresolved_gettimeofday)
 		return libc_syscall_gettimeofday(tv, tz);
@@ -130,7 +135,7 @@ time_t libc_unresolved_time(time_t *t)
 {
 	time_t (*fn)(time_t *);
 
-	libc_resolve();
+	libc_resolve_keeping_errno();
 	fn = __atomic_load_n(&libc_time.time, __ATOMIC_ACQUIRE);
 	if (fn == libc_unresolved_time)
 		return libc_syscall_time(t);
@@ -141,7 +146,7 @@ int libc_unresolved_timespec_get(struct timespec *ts, int base)
 {
 	int (*fn)(struct timespec *, int);
 
-	libc_resolve();
+	libc_resolve_keeping_errno();
 	fn = __atomic_load_n(&libc_time.timespec_get, __ATOMIC_ACQUIRE);
 	if (fn == libc_unresolved_timespec_get) {
 		/* C11: TIME_UTC is the only base; any other gives 0. */

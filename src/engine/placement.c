@@ -7,7 +7,6 @@
 
 #include "placement.h"
 
-#include <errno.h>
 #include <sched.h>
 #include <string.h>
 #include <time.h>
@@ -216,7 +215,7 @@ void placement_rescue(bool forced)
 	pid_t tid = __atomic_load_n(&placement.tid, __ATOMIC_RELAXED);
 	uint32_t cpu = __atomic_load_n(&placement.visit_cpu, __ATOMIC_RELAXED);
 	bool any = false;
-	int saved_errno, rc;
+	int rc;
 
 	if (since == 0 || since == PLACEMENT_VISIT_MOVING || tid == 0)
 		return;
@@ -233,9 +232,7 @@ void placement_rescue(bool forced)
 	    !__atomic_compare_exchange_n(&placement.visit_since_tsc, &since, PLACEMENT_VISIT_MOVING,
 					 false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
 		return;
-	saved_errno = errno;
 	rc = sched_setaffinity(tid, sizeof home, (cpu_set_t *)home);
-	errno = saved_errno;
 	/* Only the rescuer writes the word while it says MOVING. */
 	__atomic_store_n(&placement.visit_since_tsc,
 			 (cpu_rdtsc() & ~PLACEMENT_VISIT_MOVED) |

@@ -25,6 +25,7 @@
 #include "api_choice.h"
 #include "clock.h"
 #include "debug.h"
+#include "errno_keep.h"
 #include "fork_handler.h"
 #include "libc.h"
 #include "look.h"
@@ -292,17 +293,12 @@ static void *refresh_main(void *unused)
 	return NULL;
 }
 
-void refresh_start(void)
+bool refresh_claim_start(void)
 {
-	int saved_errno = errno;
 	int expected = REFRESH_IDLE;
-	pthread_attr_t attr;
-	pthread_t thread;
-	sigset_t all, saved;
-	int created;
 
 	if (__atomic_load_n(&refresh_state, __ATOMIC_ACQUIRE) != REFRESH_IDLE)
-		return;
+		return false;
 	/* Never from a signal handler: pthread_create allocates, and the
 	 * interrupted code may hold malloc's lock. A later call outside it
 	 * starts the thread; until then this thread's calls pass to libc
@@ -310,17 +306,22 @@ void refresh_start(void)
 	 * process without a running thread publishes no step of a clock
 	 * (preload_follow_step). */
 	if (!signal_guard_may_start())
-		return;
-	if (!__atomic_compare_exchange_n(&refresh_state, &expected, REFRESH_STARTING, false,
-					 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
-		return;
+		return false;
+	return __atomic_compare_exchange_n(&refresh_state, &expected, REFRESH_STARTING, false,
+					   __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+}
+
+/* Whether a claimed start may make a thread: an earlier one stopped without
+ * a join is gone, and no filter forbids it. Otherwise the state is set to
+ * what comes next: IDLE (a later call tries again) or OFF. */
+static bool refresh_start_allowed(void)
+{
 	/* A thread stopped earlier without a join must be gone first: until
 	 * then, the start waits for a later call. */
 	if (refresh.has_unjoined) {
 		if (pthread_tryjoin_np(refresh.unjoined_thread, NULL) != 0) {
 			refresh_set_state(REFRESH_IDLE);
-			errno = saved_errno;
-			return;
+			return false;
 		}
 		refresh.has_unjoined = false;
 	}
@@ -329,15 +330,15 @@ void refresh_start(void)
 	if (!sandbox_thread_allowed()) {
 		debug_log("a seccomp filter was installed: not starting; answering with libc");
 		refresh_set_state(REFRESH_OFF);
-		errno = saved_errno;
-		return;
+		return false;
 	}
-	/* A calibration service's page, looked for by the first call that
-	 * would start a thread, at the same gates: served, no thread. */
-	if (refresh_serve_wanted_page()) {
-		errno = saved_errno;
-		return;
-	}
+	return true;
+}
+
+/* What the thread needs before it exists, in the time call that starts
+ * it: the fork handlers, the kernel's clocksource, and who owns it. */
+static void refresh_prepare_thread(void)
+{
 	/* A fork child has something to reset from now on (refresh.started). */
 	refresh_watch_forks();
 	/* The kernel's clocksource, which a process that never reads the
@@ -350,6 +351,18 @@ void refresh_start(void)
 	/* Before the thread exists: whoever stops it asks whose it is. */
 	refresh.owner_pid = getpid();
 	__atomic_store_n(&refresh.started, true, __ATOMIC_RELAXED);
+}
+
+/* Creates the thread, and sets the state to RUNNING, or to OFF where it
+ * cannot be created. */
+static void refresh_create_thread(void)
+{
+	int expected = REFRESH_STARTING;
+	pthread_attr_t attr;
+	pthread_t thread;
+	sigset_t all, saved;
+	int created;
+
 	/* The host's signals must never land on our thread: it starts with all
 	 * of them blocked. */
 	sigfillset(&all);
@@ -365,16 +378,25 @@ void refresh_start(void)
 		debug_log("cannot start the refresh thread (error %d); answering with libc",
 			  created);
 		refresh_set_state(REFRESH_OFF);
-	} else {
-		/* Unless the thread has already quit (and detached itself). */
-		refresh.thread = thread;
-		process_mark_set();
-		expected = REFRESH_STARTING;
-		__atomic_compare_exchange_n(&refresh_state, &expected, REFRESH_RUNNING, false,
-					    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+		return;
 	}
-	/* The caller asked for the time, not for our bookkeeping. */
-	errno = saved_errno;
+	/* Unless the thread has already quit (and detached itself). */
+	refresh.thread = thread;
+	process_mark_set();
+	__atomic_compare_exchange_n(&refresh_state, &expected, REFRESH_RUNNING, false,
+				    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+}
+
+void refresh_start(void)
+{
+	if (!refresh_claim_start())
+		return;
+	/* A calibration service's page, looked for by the first call that
+	 * would start a thread, at the same gates: served, no thread. */
+	if (refresh_start_allowed() && !refresh_serve_wanted_page()) {
+		refresh_prepare_thread();
+		refresh_create_thread();
+	}
 }
 
 /* Sleeps a millisecond: waiting for another thread's start or stop. */
@@ -482,7 +504,6 @@ static void refresh_stop_record(enum refresh_stop_kind kind, enum refresh_stoppe
 
 enum refresh_stopped refresh_stop(enum refresh_stop_kind kind)
 {
-	int saved_errno = errno;
 	enum refresh_stopped stopped = REFRESH_STOPPED_ASKED;
 	bool may_join;
 
@@ -499,19 +520,14 @@ enum refresh_stopped refresh_stop(enum refresh_stop_kind kind)
 	if (state == REFRESH_SERVED && kind == REFRESH_STOP_FOR_GOOD)
 		refresh.served_under_filter = true;
 	if (state == REFRESH_OFF || state == REFRESH_SERVED ||
-	    (refresh.owner_pid != 0 && getpid() != refresh.owner_pid)) {
-		errno = saved_errno;
+	    (refresh.owner_pid != 0 && getpid() != refresh.owner_pid))
 		return REFRESH_STOPPED_NONE;
-	}
 	may_join = signal_guard_may_start();
-	if (!refresh_claim_stop(kind, may_join)) {
-		errno = saved_errno;
+	if (!refresh_claim_stop(kind, may_join))
 		return REFRESH_STOPPED_NONE;
-	}
 	if (refresh_end_thread(kind, may_join))
 		stopped = REFRESH_STOPPED_JOINED;
 	refresh_stop_record(kind, stopped);
-	errno = saved_errno;
 	return stopped;
 }
 
@@ -562,7 +578,8 @@ static void refresh_after_fork_own(int state)
 		refresh_set_state(REFRESH_IDLE);
 }
 
-void refresh_after_fork_in_child(void)
+/* A fork child's reset of the thread's life (refresh_after_fork_in_child). */
+static void refresh_after_fork_reset(void)
 {
 	int state = __atomic_load_n(&refresh_state, __ATOMIC_RELAXED);
 
@@ -584,6 +601,16 @@ void refresh_after_fork_in_child(void)
 	    state != REFRESH_STARTING && state != REFRESH_STOPPING)
 		return;
 	refresh_after_fork_own(state);
+}
+
+/* The fork handler itself, where libc's fork enters the library: the
+ * child's errno is the program's. */
+void refresh_after_fork_in_child(void)
+{
+	struct errno_keep keep = errno_keep_take();
+
+	refresh_after_fork_reset();
+	errno_keep_give(keep);
 }
 
 /* Set by the preloaded library's constructor: a calibration service's
@@ -622,5 +649,5 @@ void refresh_check_process(void)
 	    !process_mark_wiped())
 		return;
 	debug_log("a new process made without fork(): starting its own refresh thread");
-	refresh_after_fork_in_child();
+	refresh_after_fork_reset();
 }

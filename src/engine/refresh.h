@@ -50,8 +50,7 @@ void refresh_serve_before_filter(void);
  * starts this process's own thread. why is for FASTTIME_DEBUG. With
  * only_if_abandoned, only if the page is still abandoned when the leave
  * holds the table (a look may have found a new page meanwhile). False
- * when the process was not served, or another caller is leaving. errno
- * kept. */
+ * when the process was not served, or another caller is leaving. */
 bool refresh_leave_service(const char *why, bool only_if_abandoned);
 /* A served process whose page is stale looks for a service started in
  * its service's place, now and then (service_page_look_again), and is
@@ -68,6 +67,12 @@ void refresh_look_for_service_again(void);
  * change of lines). True when it is: the thread then ends. */
 bool refresh_take_up_awaited_page(void);
 
+/* Claims the start of the thread for this caller (IDLE to STARTING), for
+ * refresh_start and for a look for the page before a filter
+ * (refresh_serve_before_filter): false where the state is not IDLE,
+ * another caller claimed it first, or this may be a signal handler. The
+ * claimer sets the state that follows. */
+bool refresh_claim_start(void);
 /* Starts the thread unless it runs, has failed or is not wanted. */
 void refresh_start(void);
 
@@ -90,7 +95,7 @@ enum refresh_stopped {
  * interrupted code holds. A thread not joined ends on its own soon after,
  * and a later start joins it first. Nothing happens, and nothing is
  * written, in a process that shares the library's memory without being the
- * one the thread runs in (a vfork or CLONE_VM child). errno is kept. */
+ * one the thread runs in (a vfork or CLONE_VM child). */
 enum refresh_stopped refresh_stop(enum refresh_stop_kind kind);
 
 /* The check every slow call makes: one load, and a call only the first time. */

@@ -12,7 +12,6 @@
 
 #include "refresh.h"
 
-#include <errno.h>
 #include <limits.h>
 #include <string.h>
 
@@ -30,7 +29,7 @@
  * over its environment's strings, as those that set their process title
  * do); with the start's data (start_data.h), the long path's buffer apart
  * for the few paths that need it. Read and cleared by the one caller that
- * claimed the start (refresh_start's compare-and-swap); a fork child
+ * claimed the start (refresh_claim_start); a fork child
  * made before that looks for the page at its own first call. */
 #define REFRESH_PAGE_SHORT_PATH 96u
 static struct {
@@ -89,29 +88,22 @@ bool refresh_serve_wanted_page(void)
 
 void refresh_serve_before_filter(void)
 {
-	int idle = REFRESH_IDLE;
-
 	if (!__atomic_load_n(&refresh_page_wanted.pending, __ATOMIC_RELAXED) ||
-	    __atomic_load_n(&refresh_state, __ATOMIC_ACQUIRE) != REFRESH_IDLE ||
-	    !signal_guard_may_start() || !sandbox_thread_allowed() ||
-	    !__atomic_compare_exchange_n(&refresh_state, &idle, REFRESH_STARTING, false,
-					 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+	    !refresh_claim_start())
 		return;
-	if (!refresh_serve_wanted_page())
+	/* Claimed as a start is: no thread starts meanwhile. */
+	if (!sandbox_thread_allowed() || !refresh_serve_wanted_page())
 		refresh_set_state(REFRESH_IDLE);
 }
 
 bool refresh_leave_service(const char *why, bool only_if_abandoned)
 {
 	int served = REFRESH_SERVED;
-	int saved_errno = errno;
 
 	if (__atomic_load_n(&refresh_state, __ATOMIC_ACQUIRE) != REFRESH_SERVED ||
 	    refresh_served_under_filter() || !sandbox_thread_allowed() ||
-	    !service_page_leave(only_if_abandoned)) {
-		errno = saved_errno;
+	    !service_page_leave(only_if_abandoned))
 		return false;
-	}
 	/* Its own thread will judge the clocksource, which a process served
 	 * from its start has not read. */
 	verdict_read_kernel();
@@ -122,14 +114,11 @@ bool refresh_leave_service(const char *why, bool only_if_abandoned)
 					__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
 		refresh_set_state(REFRESH_IDLE);
 	debug_log("%s: served no more, calibrating alone", why);
-	errno = saved_errno;
 	return true;
 }
 
 void refresh_look_for_service_again(void)
 {
-	int saved_errno = errno;
-
 	/* The cheap gates first; under a seccomp filter a stat or an open
 	 * may kill the process. */
 	if (__atomic_load_n(&refresh_state, __ATOMIC_ACQUIRE) != REFRESH_SERVED ||
@@ -143,7 +132,6 @@ void refresh_look_for_service_again(void)
 		    "calibration served again, by the page %s (service pid %d): no thread",
 		    service_page_served(),
 		    (int)((const struct service_page_header *)table_page.header)->service_pid);
-	errno = saved_errno;
 }
 
 /* The longest wait between two looks at an awaited page: the wait starts

@@ -3,7 +3,6 @@
 
 #include "verdict.h"
 
-#include <errno.h>
 #include <string.h>
 
 #include "clock.h"
@@ -40,13 +39,10 @@ static unsigned verdict_slow_rounds;
 
 void verdict_read_kernel(void)
 {
-	int saved_errno = errno;
-
 	if (verdict_kernel_read)
 		return;
 	cpu_probe_clocksource(&verdict_kernel_facts);
 	verdict_kernel_read = true;
-	errno = saved_errno;
 }
 
 /* The kernel's facts as read before (verdict_read_kernel), into facts:

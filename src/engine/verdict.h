@@ -36,7 +36,7 @@ uint32_t verdict_flags_of_mode(enum table_mode mode);
  * under it by a program that closes what it does not know. A served
  * process needs it only if it leaves its page for a thread of its own, and
  * reads it then (refresh_leave_service), as its looks for a new page open
- * that page. errno is kept. */
+ * that page. */
 void verdict_read_kernel(void);
 /* The same for the tools, which may read files whenever they like, with
  * everything the kernel says of the counter. */

@@ -4,7 +4,6 @@
 
 #include "sandbox.h"
 
-#include <errno.h>
 #include <linux/seccomp.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
@@ -21,10 +20,7 @@ static int sandbox_mode_at_start = -1;
  * dlsym, a cost every process start would pay in the constructor. */
 static int sandbox_mode_now(void)
 {
-	int saved_errno = errno, mode = (int)raw_syscall(SYS_prctl, PR_GET_SECCOMP, 0, 0, 0, 0, 0);
-
-	errno = saved_errno;
-	return mode;
+	return (int)raw_syscall(SYS_prctl, PR_GET_SECCOMP, 0, 0, 0, 0, 0);
 }
 
 void sandbox_record(void)

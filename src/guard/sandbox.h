@@ -22,8 +22,7 @@ void sandbox_record(void);
  * thread is still the constructor's. Where the process started under no
  * filter, one prctl that no filter then judges; where it started under
  * one, no system call and true: a filter stacked on it by a raw system
- * call leaves the mode as it was and cannot be seen (documented limit).
- * errno is kept. */
+ * call leaves the mode as it was and cannot be seen (documented limit). */
 bool sandbox_thread_allowed(void);
 
 #endif

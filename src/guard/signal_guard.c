@@ -15,6 +15,7 @@
 #include <pthread.h>
 #include <string.h>
 
+#include "errno_keep.h"
 #include "fork_handler.h"
 #include "start_data.h"
 
@@ -216,18 +217,23 @@ static void *signal_guard_unwrap_old(int sig, void *handler,
 	return signal_guard_unwrap(sig, handler);
 }
 
-/* sigaction, the program's handler behind a trampoline. */
+/* sigaction, the program's handler behind a trampoline. Where the
+ * program's call enters the library (preload_signal.c): its errno is kept
+ * (errno_keep.h) but where libc's sigaction fails. */
 int signal_guard_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {
+	struct errno_keep keep = errno_keep_take();
 	signal_guard_sigaction_fn next = signal_guard_real_sigaction();
 	struct signal_guard_written written = { .wrote = false };
 	struct sigaction program, wrapped, reported;
-	int saved_errno = errno, rc, error;
+	int rc, error;
 
 	if (next == NULL) {
 		errno = ENOSYS;
 		return -1;
 	}
+	/* The lookup's errors are not libc's. */
+	errno_keep_give(keep);
 	if (signal_guard_passes(sig)) {
 		rc = next(sig, act, old);
 		/* A handler installed before the process was served runs behind
@@ -279,7 +285,7 @@ int signal_guard_sigaction(int sig, const struct sigaction *act, struct sigactio
 	}
 	if (old != NULL)
 		*old = reported;
-	errno = saved_errno;
+	errno_keep_give(keep);
 	return 0;
 }
 
@@ -289,14 +295,16 @@ static bool signal_guard_api_nodefer(enum signal_guard_api api)
 	return api == SIGNAL_GUARD_SYSV_SIGNAL || api == SIGNAL_GUARD_SYSV_SIGNAL_INTERNAL;
 }
 
-/* signal and its kin, the program's handler behind a trampoline. */
+/* signal and its kin, the program's handler behind a trampoline; errno as
+ * signal_guard_sigaction's. */
 signal_guard_handler signal_guard_signal(enum signal_guard_api api, int sig,
 					 signal_guard_handler handler)
 {
+	struct errno_keep keep = errno_keep_take();
 	signal_guard_signal_fn next;
 	struct signal_guard_written written = { .wrote = false };
 	signal_guard_handler previous;
-	int saved_errno = errno, error;
+	int error;
 
 	signal_guard_resolve_all();
 	next = (signal_guard_signal_fn)signal_guard_next(
@@ -306,6 +314,7 @@ signal_guard_handler signal_guard_signal(enum signal_guard_api api, int sig,
 		errno = ENOSYS;
 		return SIG_ERR;
 	}
+	errno_keep_give(keep);
 	if (signal_guard_passes(sig)) {
 		previous = next(sig, handler);
 		if (previous != SIG_ERR && sig > 0 && sig < NSIG)
@@ -321,7 +330,7 @@ signal_guard_handler signal_guard_signal(enum signal_guard_api api, int sig,
 			return SIG_ERR;
 		}
 		previous = (signal_guard_handler)signal_guard_unwrap(sig, (void *)previous);
-		errno = saved_errno;
+		errno_keep_give(keep);
 		return previous;
 	}
 	if (signal_guard_wraps(handler) && !signal_guard_is_trampoline((const void *)handler))
@@ -334,7 +343,10 @@ signal_guard_handler signal_guard_signal(enum signal_guard_api api, int sig,
 		previous =
 		    (signal_guard_handler)signal_guard_unwrap_old(sig, (void *)previous, &written);
 	signal_guard_release(sig);
-	errno = previous == SIG_ERR ? error : saved_errno;
+	if (previous == SIG_ERR)
+		errno = error;
+	else
+		errno_keep_give(keep);
 	return previous;
 }
 

@@ -53,7 +53,7 @@ extern __thread struct signal_guard_thread signal_guard_thread
  * (system calls, at most every SIGNAL_GUARD_LOOK_INTERVAL_NS): its frame on
  * the alternate stack while the caller is not on it, or none of the signals
  * of the handlers entered blocked (unless one had SA_NODEFER). Writes only
- * this thread's state; errno is kept. */
+ * this thread's state. */
 bool signal_guard_may_start(void);
 
 /* A process served by a calibration service runs no thread of ours, so

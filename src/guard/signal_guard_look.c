@@ -9,7 +9,6 @@
 
 #include "signal_guard_internal.h"
 
-#include <errno.h>
 #include <pthread.h>
 #include <time.h>
 
@@ -137,7 +136,6 @@ bool signal_guard_may_start(void)
 {
 	struct signal_guard_thread *t = &signal_guard_thread;
 	uintptr_t here = (uintptr_t)__builtin_frame_address(0);
-	int saved_errno;
 	sigset_t blocked;
 	bool maybe;
 
@@ -148,7 +146,6 @@ bool signal_guard_may_start(void)
 		/* The handlers returned: a later one waits its own interval. */
 		t->depth_look_at_ns = 0;
 	}
-	saved_errno = errno;
 	if (t->depth > 0) {
 		/* A handler runs, or one was left by longjmp: look only after
 		 * the interval from the first call that saw it, so that a
@@ -158,34 +155,25 @@ bool signal_guard_may_start(void)
 
 		if (t->depth_look_at_ns == 0)
 			t->depth_look_at_ns = now + SIGNAL_GUARD_LOOK_INTERVAL_NS;
-		if (now < t->depth_look_at_ns) {
-			errno = saved_errno;
+		if (now < t->depth_look_at_ns)
 			return false;
-		}
 		t->depth_look_at_ns = now + SIGNAL_GUARD_LOOK_INTERVAL_NS;
-		if (!signal_guard_left_by_look(here)) {
-			errno = saved_errno;
+		if (!signal_guard_left_by_look(here))
 			return false;
-		}
 		signal_guard_forget_all();
 		if (pthread_sigmask(SIG_BLOCK, NULL, &blocked) != 0) {
 			t->look_at_ns = signal_guard_now_ns() + SIGNAL_GUARD_LOOK_INTERVAL_NS;
-			errno = saved_errno;
 			return false;
 		}
 	} else {
-		if (t->look_at_ns != 0 && signal_guard_now_ns() < t->look_at_ns) {
-			errno = saved_errno;
+		if (t->look_at_ns != 0 && signal_guard_now_ns() < t->look_at_ns)
 			return false;
-		}
 		if (pthread_sigmask(SIG_BLOCK, NULL, &blocked) != 0) {
 			t->look_at_ns = signal_guard_now_ns() + SIGNAL_GUARD_LOOK_INTERVAL_NS;
-			errno = saved_errno;
 			return false;
 		}
 	}
 	maybe = signal_guard_foreign_maybe(&blocked);
 	t->look_at_ns = maybe ? signal_guard_now_ns() + SIGNAL_GUARD_LOOK_INTERVAL_NS : 0;
-	errno = saved_errno;
 	return !maybe;
 }

@@ -15,6 +15,7 @@
 #include "clock.h"
 #include "cpu.h"
 #include "debug.h"
+#include "errno_keep.h"
 #include "libc.h"
 #include "placement.h"
 #include "preload_clamp.h"
@@ -45,20 +46,21 @@ static inline bool preload_is_null(const void *pointer)
  * linker's one lookup. */
 extern const char fasttime_service_process __attribute__((weak));
 
-/* Cheap facts only: no thread, no waiting, no CPUID (under a hypervisor
- * each one is a VM exit), no symbol lookup and no file opened: all of
- * that is paid by every process start, even one that never reads the
- * clock, as is every page it touches (start_data.h). One system call of
- * well under a microsecond, prctl(PR_GET_SECCOMP) (sandbox.h), before the
- * program can install a filter of its own. A calibration service's page
- * is only noted as to be looked for: the first time call that would start
- * the refresh thread looks for it, maps it and is served from then on,
- * with no thread of ours (refresh_serve_wanted_page). What only a thread
- * of our own needs waits for that call too: the kernel's clocksource
- * (refresh_start) and, where libc takes them late, the fork handlers
- * (refresh_watch_forks). libc's functions are looked up by the first call
- * that needs one; the refresh thread checks the processor when it starts. */
-__attribute__((constructor)) static void preload_init(void)
+/* What the constructor (preload_init) prepares. Cheap facts only: no
+ * thread, no waiting, no CPUID (under a hypervisor each one is a VM exit),
+ * no symbol lookup and no file opened: all of that is paid by every
+ * process start, even one that never reads the clock, as is every page it
+ * touches (start_data.h). One system call of well under a microsecond,
+ * prctl(PR_GET_SECCOMP) (sandbox.h), before the program can install a
+ * filter of its own. A calibration service's page is only noted as to be
+ * looked for: the first time call that would start the refresh thread
+ * looks for it, maps it and is served from then on, with no thread of ours
+ * (refresh_serve_wanted_page). What only a thread of our own needs waits
+ * for that call too: the kernel's clocksource (refresh_start) and, where
+ * libc takes them late, the fork handlers (refresh_watch_forks). libc's
+ * functions are looked up by the first call that needs one; the refresh
+ * thread checks the processor when it starts. */
+static void preload_prepare(void)
 {
 	struct settings settings;
 	bool rseq_registered;
@@ -81,6 +83,17 @@ __attribute__((constructor)) static void preload_init(void)
 	sandbox_record();
 	refresh_watch_forks_of_this_process();
 	refresh_serve_later(&settings, rseq_registered);
+}
+
+/* The constructor: preload_prepare, with the program's errno kept
+ * (errno_keep.h): a warning line or a system call of its own is none of
+ * the program's business. */
+__attribute__((constructor)) static void preload_init(void)
+{
+	struct errno_keep keep = errno_keep_take();
+
+	preload_prepare();
+	errno_keep_give(keep);
 }
 
 /* What every slow path does first. It starts the refresh thread if one is
@@ -111,14 +124,11 @@ static void preload_slow_path_start(enum clock_lines lines)
  * its place, and gets a thread of its own when none has come in time. A
  * refresh thread stuck on a CPU it cannot run on is moved back from here.
  * Once a period in the process (stale_checks_due, by now_ns), not at every
- * call: each check reads the counter. errno is the caller's. */
+ * call: each check reads the counter. */
 static void preload_tsc_did_not_answer(uint64_t now_ns)
 {
-	int saved_errno;
-
 	if (__builtin_expect(!stale_checks_due(now_ns), 1))
 		return;
-	saved_errno = errno;
 	if (__atomic_load_n(&refresh_state, __ATOMIC_RELAXED) == REFRESH_SERVED) {
 		const char *condemned;
 
@@ -134,7 +144,6 @@ static void preload_tsc_did_not_answer(uint64_t now_ns)
 	refresh_check_process();
 	refresh_ensure_started();
 	placement_free_stuck_thread();
-	errno = saved_errno;
 }
 
 /* Each entry point tries the fast read inline (clock.h) and, when it gives
@@ -233,6 +242,36 @@ static long preload_ask_libc(enum preload_entry entry, void *out, union preload_
 	case PRELOAD_TIMESPEC_GET: return libc_timespec_get(out, arg.base);
 	default: return libc_clock_gettime((clockid_t)entry, out);
 	}
+}
+
+/* errno_keep_take and errno_keep_give for the slow path, out of line: the
+ * kept errno then lives in the frame, not in a register, and the fast read
+ * that shares a function with the slow path (preload_other_clock) keeps
+ * the registers, and so the instructions, it had. */
+static __attribute__((noinline)) void preload_errno_take(struct errno_keep *keep)
+{
+	*keep = errno_keep_take();
+}
+
+static __attribute__((noinline)) void preload_errno_give(const struct errno_keep *keep)
+{
+	errno_keep_give(*keep);
+}
+
+/* preload_ask_libc from a slow path, where the program's call entered the
+ * library: libc starts from the errno in *keep, the program's, and leaves
+ * its own there, which the caller gives back on its way out (errno_keep.h):
+ * what the library does around libc's call changes no errno the program
+ * sees. */
+static long preload_ask_libc_kept(enum preload_entry entry, void *out, union preload_libc_arg arg,
+				  struct errno_keep *keep)
+{
+	long rc;
+
+	errno_keep_give(*keep);
+	rc = preload_ask_libc(entry, out, arg);
+	*keep = errno_keep_take();
+	return rc;
 }
 
 /* libc's answer rc, raised where it is a little earlier than what this
@@ -337,64 +376,104 @@ static uint64_t preload_now_ns(enum preload_entry entry, const void *out, long r
  * the clock followed and the clamp applied. Lines this thread found lapsed
  * under the validity the table still holds take no careful read: libc
  * answers at once (clock_lines_lapsed). The careful read comes after the
- * floor this thread's answers from libc owe (preload_clamp_settle). */
+ * floor this thread's answers from libc owe (preload_clamp_settle). The
+ * program's errno is kept (errno_keep.h): an answer from the TSC leaves
+ * it, libc's leaves libc's. */
 static inline __attribute__((always_inline)) long preload_slow_path(enum preload_entry entry,
 								    void *out)
 {
 	bool stale = clock_lines_lapsed();
+	struct errno_keep keep;
 	uint32_t flags;
 	long rc;
 
+	preload_errno_take(&keep);
 	preload_slow_path_start(preload_entry_lines(entry));
 	/* After the start: a page it mapped is the table now. */
 	flags = preload_api_flags();
 	if (!stale) {
 		preload_clamp_settle();
-		if (preload_careful(entry, flags, out, &rc))
+		if (preload_careful(entry, flags, out, &rc)) {
+			preload_errno_give(&keep);
 			return preload_give(entry, out, rc);
+		}
 	}
 	/* The monotonic clocks have no step to follow. */
 	if (entry == PRELOAD_MONOTONIC || entry == PRELOAD_MONOTONIC_RAW) {
-		rc = preload_clamp(entry, out, preload_ask_libc(entry, out, PRELOAD_NO_ARG));
+		rc = preload_clamp(entry, out,
+				   preload_ask_libc_kept(entry, out, PRELOAD_NO_ARG, &keep));
 		preload_tsc_did_not_answer(preload_now_ns(entry, out, rc));
+		preload_errno_give(&keep);
 		return rc;
 	}
 	stale = stale || preload_lines_stale();
-	rc = preload_ask_libc(entry, out, preload_fast_read_arg(entry));
+	rc = preload_ask_libc_kept(entry, out, preload_fast_read_arg(entry), &keep);
 	preload_follow_step(preload_entry_offset(entry), stale);
 	rc = preload_clamp(entry, out, rc);
 	preload_after_libc(entry, out, rc);
 	preload_tsc_did_not_answer(preload_now_ns(entry, out, rc));
+	preload_errno_give(&keep);
 	return preload_give(entry, out, rc);
 }
 
 static __attribute__((noinline)) int preload_slow(enum preload_entry entry, void *out);
+
+/* refresh_ensure_started where libc answers next: the program's errno is
+ * kept around a start, the one call there that may change it, and only
+ * when one is due, so that a call left to libc pays nothing for it. */
+static inline void preload_ensure_started(void)
+{
+	struct errno_keep keep;
+
+	if (__builtin_expect(__atomic_load_n(&refresh_state, __ATOMIC_RELAXED) != REFRESH_IDLE, 1))
+		return;
+	keep = errno_keep_take();
+	refresh_start();
+	errno_keep_give(keep);
+}
 
 /* A call left to libc (the TSC does not answer this entry point, yet or any
  * more, or not this call: a NULL pointer, a timezone, another base) while
  * a thread start or the clamp is due: libc, once the refresh thread is on
  * its way, and clamped where this thread may have had answers from the
  * TSC. A start that mapped a calibration service's page answers this very
- * call from it, as the slow path does. */
+ * call from it, as the slow path does. The program's errno is kept where
+ * work of ours may change it: around a start, and around a clamp that may
+ * read a clock; time()'s clamp calls nothing. */
 static inline __attribute__((always_inline)) long
 preload_libc_path(enum preload_entry entry, void *out, union preload_libc_arg arg)
 {
-	/* time() comes here only for the clamp, and starts no thread. */
-	if (entry != PRELOAD_TIME) {
-		uint32_t flags = preload_api_flags(), api = preload_entry_api(entry);
-		bool usual = !preload_is_null(out) &&
-			     (entry != PRELOAD_GETTIMEOFDAY || arg.tz == NULL) &&
-			     (entry != PRELOAD_TIMESPEC_GET || arg.base == TIME_UTC);
+	uint32_t flags, api;
+	struct errno_keep keep;
+	long rc;
 
-		refresh_ensure_started();
-		if (usual && !(flags & api) && (preload_api_flags() & api))
-			return preload_slow(entry, out);
-		if (!(flags & (CLOCK_LIBC_CLAMPED | api)) || preload_is_null(out) ||
-		    (entry == PRELOAD_TIMESPEC_GET && arg.base != TIME_UTC))
-			return preload_ask_libc(entry, out, arg);
-	}
-	return preload_give(entry, out,
-			    preload_clamp(entry, out, preload_ask_libc(entry, out, arg)));
+	/* time() comes here only for the clamp, and starts no thread. */
+	if (entry == PRELOAD_TIME)
+		return preload_give(entry, out,
+				    preload_clamp(entry, out, preload_ask_libc(entry, out, arg)));
+	flags = preload_api_flags();
+	api = preload_entry_api(entry);
+	preload_ensure_started();
+	/* No place for the answer, or another base: libc's alone. */
+	if (preload_is_null(out) || (entry == PRELOAD_TIMESPEC_GET && arg.base != TIME_UTC))
+		return preload_ask_libc(entry, out, arg);
+	/* The start made the TSC answer this entry point; a timezone is still
+	 * libc's business, but its answer is clamped. */
+	if ((entry != PRELOAD_GETTIMEOFDAY || arg.tz == NULL) && !(flags & api) &&
+	    (preload_api_flags() & api))
+		return preload_slow(entry, out);
+	if (!(flags & (CLOCK_LIBC_CLAMPED | api)))
+		return preload_ask_libc(entry, out, arg);
+	rc = preload_ask_libc(entry, out, arg);
+	/* The monotonic clocks' clamp calls nothing; another's may read
+	 * libc's CLOCK_MONOTONIC (preload_clamp_offset_clock): libc's errno
+	 * is kept across it. */
+	if (entry == PRELOAD_MONOTONIC || entry == PRELOAD_MONOTONIC_RAW)
+		return preload_clamp(entry, out, rc);
+	keep = errno_keep_take();
+	rc = preload_clamp(entry, out, rc);
+	errno_keep_give(keep);
+	return preload_give(entry, out, rc);
 }
 
 /* The two paths out of line, each in two flavours only for the return

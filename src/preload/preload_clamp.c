@@ -3,7 +3,6 @@
 
 #include "preload_clamp.h"
 
-#include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -69,10 +68,9 @@ static bool preload_clamp_moved_at_most(enum clock_offset_kind kind, uint64_t of
  * thread preempted between them) it is read again the other way round,
  * which preemption cannot make look smaller: a set-back must show there
  * too. One call of libc's, three where it looks set back, only on this
- * path; errno is the caller's. */
+ * path. */
 static bool preload_clamp_own_lead(enum clock_offset_kind kind, uint64_t ns, uint64_t offset_ns)
 {
-	int saved_errno = errno;
 	struct timespec mono;
 	bool own = false;
 	int64_t moved;
@@ -83,7 +81,6 @@ static bool preload_clamp_own_lead(enum clock_offset_kind kind, uint64_t ns, uin
 		      (preload_clamp_moved_at_most(kind, offset_ns, &moved) &&
 		       moved > -(int64_t)PRELOAD_CLAMP_MAX_NS);
 	}
-	errno = saved_errno;
 	return own;
 }
 
@@ -168,19 +165,13 @@ __thread uint64_t preload_clamp_owed_ns __attribute__((tls_model("initial-exec")
 
 void preload_clamp_after_libc_now(uint64_t owed_ns)
 {
-	int saved_errno = errno;
-
 	preload_clamp_raise(owed_ns);
-	errno = saved_errno;
 }
 
 void preload_clamp_settle_owed(void)
 {
-	int saved_errno = errno;
-
 	/* Cleared after the raise: a signal handler's call in between raises
 	 * the floor itself. */
 	preload_clamp_raise(preload_clamp_owed_ns);
 	preload_clamp_owed_ns = 0;
-	errno = saved_errno;
 }

@@ -46,7 +46,7 @@ extern __thread uint64_t preload_clamp_owed_ns
     __attribute__((tls_model("initial-exec"), visibility("hidden")));
 
 /* preload_clamp_after_libc's raise, at once: one call of libc's
- * CLOCK_MONOTONIC; errno kept. */
+ * CLOCK_MONOTONIC. */
 void preload_clamp_after_libc_now(uint64_t owed_ns);
 
 /* After libc answered the clock that is monotonic plus kind's offset with
@@ -64,7 +64,7 @@ void preload_clamp_after_libc_now(uint64_t owed_ns);
  * the careful read's caller first (preload_clamp_settle). A program that
  * reads a settable clock in a loop over stale lines then pays libc's call
  * alone. A clock set before the offset's own length owes nothing beyond
- * now. errno is the caller's. */
+ * now. */
 static inline void preload_clamp_after_libc(enum clock_offset_kind kind, uint64_t answer_ns)
 {
 	uint64_t offset = clock_offset(kind);
@@ -76,7 +76,7 @@ static inline void preload_clamp_after_libc(enum clock_offset_kind kind, uint64_
 }
 
 /* Raises the floor to what is owed (preload_clamp_after_libc's raise, with
- * a CLOCK_MONOTONIC read now: the later, the closer its cap); errno kept. */
+ * a CLOCK_MONOTONIC read now: the later, the closer its cap). */
 void preload_clamp_settle_owed(void);
 
 /* Before a careful read may answer from the TSC: the floor this thread's

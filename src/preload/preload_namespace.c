@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "debug.h"
+#include "errno_keep.h"
 #include "raw_syscall.h"
 #include "refresh.h"
 
@@ -62,16 +63,14 @@ static int preload_namespace_raw_setns(int fd, int nstype)
 }
 
 /* libc's function (dlsym of a symbol that exists allocates nothing), or
- * the system call where it cannot be found; errno is kept. */
+ * the system call where it cannot be found. */
 static void *preload_namespace_next(void **slot, const char *name, void *raw)
 {
 	void *next = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
-	int saved_errno = errno;
 
 	if (next != NULL)
 		return next;
 	next = dlsym(RTLD_NEXT, name);
-	errno = saved_errno;
 	if (next == NULL)
 		return raw;
 	__atomic_store_n(slot, next, __ATOMIC_RELEASE);
@@ -100,12 +99,9 @@ static uint64_t preload_namespace_stop_thread(void)
 /* For FASTTIME_DEBUG: how long the kernel still counted the thread. */
 static void preload_namespace_note(const char *call, int rc, uint64_t waited)
 {
-	int saved_errno = errno;
-
 	if (waited > 0)
 		debug_log("%s %s after %llu us of retries", call, rc == 0 ? "succeeded" : "failed",
 			  (unsigned long long)(waited / 1000u));
-	errno = saved_errno;
 }
 
 /* Sleeps *pause_ns and doubles it, up to the maximum; returns the time
@@ -121,8 +117,11 @@ static uint64_t preload_namespace_pause(uint64_t *pause_ns)
 	return slept;
 }
 
+/* Each interposer keeps the program's errno (errno_keep.h): libc's call
+ * starts from it, and the caller gets libc's errno after it. */
 PRELOAD_NAMESPACE_EXPORT int unshare(int flags)
 {
+	struct errno_keep keep = errno_keep_take();
 	int (*next)(int) =
 	    (int (*)(int))preload_namespace_next((void **)&preload_namespace_next_unshare,
 						 "unshare", (void *)preload_namespace_raw_unshare);
@@ -131,11 +130,14 @@ PRELOAD_NAMESPACE_EXPORT int unshare(int flags)
 
 	if (flags & PRELOAD_NAMESPACE_UNSHARE_ALONE)
 		retry_ns = preload_namespace_stop_thread();
+	errno_keep_give(keep);
 	rc = next(flags);
 	while (waited < retry_ns && preload_namespace_may_retry(rc)) {
 		waited += preload_namespace_pause(&pause);
+		errno_keep_give(keep);
 		rc = next(flags);
 	}
+	keep = errno_keep_take();
 	preload_namespace_note("unshare", rc, waited);
 	/* The children it starts now live in another time namespace: the
 	 * page's lines tell the time of this one. */
@@ -143,11 +145,13 @@ PRELOAD_NAMESPACE_EXPORT int unshare(int flags)
 		refresh_leave_service("unshare(CLONE_NEWTIME)", false);
 		refresh_note_new_time_namespace_for_children();
 	}
+	errno_keep_give(keep);
 	return rc;
 }
 
 PRELOAD_NAMESPACE_EXPORT int setns(int fd, int nstype)
 {
+	struct errno_keep keep = errno_keep_take();
 	int (*next)(int, int) = (int (*)(int, int))preload_namespace_next(
 	    (void **)&preload_namespace_next_setns, "setns", (void *)preload_namespace_raw_setns);
 	uint64_t retry_ns = 0, waited = 0, pause = PRELOAD_NAMESPACE_FIRST_RETRY_NS;
@@ -155,16 +159,20 @@ PRELOAD_NAMESPACE_EXPORT int setns(int fd, int nstype)
 
 	if (nstype == 0 || (nstype & PRELOAD_NAMESPACE_SETNS_ALONE))
 		retry_ns = preload_namespace_stop_thread();
+	errno_keep_give(keep);
 	rc = next(fd, nstype);
 	while (waited < retry_ns && preload_namespace_may_retry(rc)) {
 		waited += preload_namespace_pause(&pause);
+		errno_keep_give(keep);
 		rc = next(fd, nstype);
 	}
+	keep = errno_keep_take();
 	preload_namespace_note("setns", rc, waited);
 	/* Perhaps another time namespace (the descriptor says, for type 0):
 	 * the page's lines tell the time of the old one. setns into one needs
 	 * a lone thread: no other thread reads the page meanwhile. */
 	if (rc == 0 && (nstype == 0 || (nstype & CLONE_NEWTIME)))
 		refresh_leave_service("setns into a time namespace", false);
+	errno_keep_give(keep);
 	return rc;
 }

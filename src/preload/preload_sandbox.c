@@ -15,12 +15,12 @@
 #include "config.h"
 
 #include <dlfcn.h>
-#include <errno.h>
 #include <linux/prctl.h>
 #include <linux/seccomp.h>
 #include <stdbool.h>
 #include <sys/syscall.h>
 
+#include "errno_keep.h"
 #include "raw_syscall.h"
 #include "refresh.h"
 
@@ -123,11 +123,10 @@ static int preload_sandbox_raw_prctl(int option, ...)
 						(long)a[2], (long)a[3], 0);
 }
 
-/* dlsym(RTLD_NEXT) of a symbol that exists allocates nothing; errno is
- * kept. NULL while this thread is already looking one up. */
+/* dlsym(RTLD_NEXT) of a symbol that exists allocates nothing. NULL while
+ * this thread is already looking one up. */
 static void *preload_sandbox_lookup(const char *name)
 {
-	int saved_errno = errno;
 	void *found;
 
 	if (preload_sandbox_resolving)
@@ -135,14 +134,17 @@ static void *preload_sandbox_lookup(const char *name)
 	preload_sandbox_resolving = true;
 	found = dlsym(RTLD_NEXT, name);
 	preload_sandbox_resolving = false;
-	errno = saved_errno;
 	return found;
 }
 
+/* Called by the syscall stub, where the program's call enters the library:
+ * the program's errno is kept (errno_keep.h), as in the others below. */
 void *preload_sandbox_resolve_syscall(void)
 {
+	struct errno_keep keep = errno_keep_take();
 	void *found = preload_sandbox_lookup("syscall");
 
+	errno_keep_give(keep);
 	if (found == NULL)
 		return (void *)preload_sandbox_raw_syscall;
 	__atomic_store_n(&preload_sandbox_next_syscall, (preload_sandbox_syscall_fn)found,
@@ -175,9 +177,11 @@ long preload_sandbox_seccomp(long number, long op, long a2, long a3, long a4, lo
 {
 	preload_sandbox_syscall_fn next =
 	    __atomic_load_n(&preload_sandbox_next_syscall, __ATOMIC_ACQUIRE);
+	struct errno_keep keep = errno_keep_take();
 
 	if (op == SECCOMP_SET_MODE_STRICT || op == SECCOMP_SET_MODE_FILTER)
 		preload_sandbox_before_install();
+	errno_keep_give(keep);
 	if (next == (preload_sandbox_syscall_fn)preload_sandbox_syscall_unresolved)
 		next = (preload_sandbox_syscall_fn)preload_sandbox_resolve_syscall();
 	return next(number, op, a2, a3, a4, a5, a6);
@@ -190,7 +194,12 @@ PRELOAD_SANDBOX_EXPORT int preload_sandbox_prctl(int option, unsigned long a2, u
 PRELOAD_SANDBOX_EXPORT int preload_sandbox_prctl(int option, unsigned long a2, unsigned long a3,
 						 unsigned long a4, unsigned long a5)
 {
+	struct errno_keep keep = errno_keep_take();
+	preload_sandbox_prctl_fn next;
+
 	if (option == PR_SET_SECCOMP && (a2 == SECCOMP_MODE_STRICT || a2 == SECCOMP_MODE_FILTER))
 		preload_sandbox_before_install();
-	return preload_sandbox_prctl_next()(option, a2, a3, a4, a5);
+	next = preload_sandbox_prctl_next();
+	errno_keep_give(keep);
+	return next(option, a2, a3, a4, a5);
 }

@@ -12,6 +12,7 @@
 #include <pthread.h>
 #include <signal.h>
 
+#include "errno_keep.h"
 #include "signal_guard.h"
 #include "start_data.h"
 
@@ -69,6 +70,9 @@ PRELOAD_SIGNAL_EXPORT signal_guard_handler sigset(int sig, signal_guard_handler 
  * thread of its parent that fork did not copy. */
 __attribute__((constructor)) static void preload_signal_init(void)
 {
+	struct errno_keep keep = errno_keep_take();
+
 	if (!START_FORK_HANDLERS_LATE)
 		signal_guard_watch_forks();
+	errno_keep_give(keep);
 }

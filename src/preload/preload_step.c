@@ -3,7 +3,6 @@
 
 #include "preload_step.h"
 
-#include <errno.h>
 #include <stdint.h>
 
 #include "calib.h"
@@ -30,7 +29,6 @@ void preload_follow_step_look(enum clock_offset_kind kind, bool stale_before)
 	const struct clock_row *row = clock_table_row_for_offset(kind);
 	uint64_t published = clock_offset(kind), offset;
 	struct calib_offset_sample sample;
-	int saved_errno;
 	int64_t moved;
 
 	/* Only an offset the refresh thread has published: its clock's bit
@@ -38,8 +36,6 @@ void preload_follow_step_look(enum clock_offset_kind kind, bool stale_before)
 	if (row == NULL || kind == CLOCK_OFFSET_NONE || !(table_api_flags() & row->entry_points) ||
 	    !(stale_before || preload_lines_stale()))
 		return;
-	/* The caller gets libc's errno, not this look's. */
-	saved_errno = errno;
 	for (unsigned i = 0; i < PRELOAD_STEP_SANDWICHES; i++) {
 		if (offsets_samples(row->id, &sample, 1) == 0)
 			break;
@@ -51,5 +47,4 @@ void preload_follow_step_look(enum clock_offset_kind kind, bool stale_before)
 			table_swap_offset(kind, published, offset);
 		break;
 	}
-	errno = saved_errno;
 }

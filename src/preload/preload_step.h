@@ -22,8 +22,7 @@ bool preload_lines_stale(void);
  * libc's answer, so that any step the answer shows is in the sandwiches.
  * Only while the refresh thread runs (preload_follow_step), the clock's
  * offset is published and the lines are stale: up to three monotonic /
- * clock / monotonic sandwiches, and a shared write only for a step. errno
- * is kept. */
+ * clock / monotonic sandwiches, and a shared write only for a step. */
 void preload_follow_step_look(enum clock_offset_kind kind, bool stale_before);
 
 /* preload_follow_step_look where the refresh thread runs in this process:

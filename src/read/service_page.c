@@ -569,28 +569,22 @@ static bool service_page_same_time_namespace(void)
 
 bool service_page_time_namespace_checked(void)
 {
-	int saved_errno = errno;
 	bool same;
 	pid_t pid;
 
 	if (__atomic_load_n(&service_page_time_ns_foreign, __ATOMIC_ACQUIRE))
 		return false;
 	pid = (pid_t)raw_syscall(SYS_getpid, 0, 0, 0, 0, 0, 0);
-	if (pid == __atomic_load_n(&service_page_time_ns_pid, __ATOMIC_ACQUIRE)) {
-		errno = saved_errno;
+	if (pid == __atomic_load_n(&service_page_time_ns_pid, __ATOMIC_ACQUIRE))
 		return true;
-	}
-	if (__atomic_exchange_n(&service_page_time_ns_checking, true, __ATOMIC_ACQ_REL)) {
-		errno = saved_errno;
+	if (__atomic_exchange_n(&service_page_time_ns_checking, true, __ATOMIC_ACQ_REL))
 		return false;
-	}
 	same = service_page_same_time_namespace();
 	if (same)
 		__atomic_store_n(&service_page_time_ns_pid, pid, __ATOMIC_RELEASE);
 	else
 		__atomic_store_n(&service_page_time_ns_foreign, true, __ATOMIC_RELEASE);
 	__atomic_store_n(&service_page_time_ns_checking, false, __ATOMIC_RELEASE);
-	errno = saved_errno;
 	return same;
 }
 

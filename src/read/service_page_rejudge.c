@@ -13,7 +13,6 @@
 
 #include "service_page.h"
 
-#include <errno.h>
 #include <sys/syscall.h>
 
 #include "calib_line.h"
@@ -207,7 +206,6 @@ bool service_page_rejudge(uint64_t tsc)
 {
 	uint64_t rate = __atomic_load_n(&service_page_rate, __ATOMIC_RELAXED);
 	uint64_t until;
-	int saved_errno;
 	bool right;
 
 	if (!__atomic_load_n(&table_read_only, __ATOMIC_ACQUIRE) || rate == 0) {
@@ -226,10 +224,7 @@ bool service_page_rejudge(uint64_t tsc)
 	}
 	if (__atomic_exchange_n(&service_page_judging, true, __ATOMIC_ACQ_REL))
 		return false;
-	/* Inside the program's time call: its errno is its own. */
-	saved_errno = errno;
 	right = service_page_rejudge_held(tsc, rate);
-	errno = saved_errno;
 	__atomic_store_n(&service_page_judging, false, __ATOMIC_RELEASE);
 	return right;
 }
