@@ -12,17 +12,19 @@
  *   refresh thread must stay there from the next round on.
  * workers: the main thread runs on one CPU and makes the first time call;
  *   a worker pinned to a second CPU (a pinned poller) then reads the clock
- *   for about 2 s, and must be answered from the TSC there; the refresh
+ *   for about 1 s, and must be answered from the TSC there; the refresh
  *   thread must never be allowed on, nor be seen on, a third CPU, nor be
  *   allowed on two CPUs at once (between rounds it stays on its own).
  * worker-first: as workers, but the worker makes the first time call (the
  *   refresh thread inherits the worker's CPU), then the main thread must be
  *   answered from the TSC on its own CPU.
  *
- * The thread is looked at about 400 times, 5 ms apart, with a 10 ms
- * interval between its rounds (the .test script): its allowed CPUs
- * (sched_getaffinity of its id) and the CPU it last ran on (field 39 of
- * /proc/self/task/TID/stat). Skips with fewer than two CPUs.
+ * The thread is looked at 100 times, 5 ms apart (in workers, until the
+ * worker is done), with a 10 ms interval between its rounds (the .test
+ * script): its allowed CPUs (sched_getaffinity of its id) and the CPU it
+ * last ran on (field 39 of /proc/self/task/TID/stat). A thread that leaves
+ * the program's CPUs does so in every round, which 100 looks see some 50
+ * of. Skips with fewer than two CPUs.
  *
  * Usage: affinity inherited|moved|workers|worker-first */
 #define _GNU_SOURCE
@@ -39,9 +41,9 @@
 
 #include "life.h"
 
-#define AFFINITY_LOOKS 400u
+#define AFFINITY_LOOKS 100u
 /* How long a worker reads the clock, and in batches of how many reads. */
-#define AFFINITY_WORKER_MS 2000u
+#define AFFINITY_WORKER_MS 1000u
 #define AFFINITY_BATCH	   1000u
 
 /* The CPU thread tid last ran on (field 39 of its stat), or -1. */
@@ -150,18 +152,19 @@ struct affinity_looks {
 	unsigned looks, outside_allowed, outside_ran, widened;
 };
 
-/* Looks at the refresh thread AFFINITY_LOOKS times, or until *until is set
- * (when given) after at least 100 looks: allowed on, or seen on, a CPU of
- * the process outside program; allowed on more than one CPU at once. */
+/* Looks at the refresh thread AFFINITY_LOOKS times, or, when until is
+ * given, until *until is set and at least AFFINITY_LOOKS times: allowed on,
+ * or seen on, a CPU of the process outside program; allowed on more than
+ * one CPU at once. */
 static void affinity_watch(pid_t tid, const cpu_set_t *process, const cpu_set_t *program,
 			   atomic_bool *until, struct affinity_looks *found)
 {
 	memset(found, 0, sizeof *found);
-	for (unsigned i = 0; i < AFFINITY_LOOKS; i++) {
+	for (unsigned i = 0;; i++) {
 		cpu_set_t allowed, outside;
 		int last;
 
-		if (until != NULL && i >= 100 && atomic_load(until))
+		if (i >= AFFINITY_LOOKS && (until == NULL || atomic_load(until)))
 			break;
 		CPU_ZERO(&allowed);
 		if (sched_getaffinity(tid, sizeof allowed, &allowed) != 0)

@@ -21,6 +21,12 @@ case ${FASTTIME_SOAK:-0} in
 *) life_soak=true ;;
 esac
 
+# Whether the library was built with a sanitizer (its runtime is linked
+# in): there the instrumentation, not the library, sets the pace.
+life_sanitized() {
+	ldd "$life_lib" 2>/dev/null | grep -qE 'lib(asan|tsan|ubsan)'
+}
+
 # These tests are about the counter path: it answers even where the library
 # measured libc faster at start (FASTTIME_FORCE=0 lets the library choose,
 # and the tests skip where it chose libc).

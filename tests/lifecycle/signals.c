@@ -12,7 +12,8 @@
  * never see a clock go back: every answer is checked against the largest this
  * thread had been given before the call began.
  *
- * Short: 20 children; 3 s. Soak (FASTTIME_SOAK=1): 200 children; 60 s. */
+ * Short: 20 children; 3 s. Soak (FASTTIME_SOAK=1): 200 children; 60 s.
+ * "signals first N": N children. */
 #include "config.h"
 
 #include <errno.h>
@@ -325,8 +326,9 @@ int main(int argc, char **argv)
 	life_begin("signals");
 	if (argc > 1 && strcmp(argv[1], "first") == 0) {
 		/* No time call before: the children must make their first one in a
-		 * handler. Each child has its own time limit. */
-		signals_first_calls(soak ? 200 : 20);
+		 * handler. Each child has its own time limit. A third argument
+		 * says how many children (signals-first.test). */
+		signals_first_calls(argc > 2 ? (unsigned)atoi(argv[2]) : soak ? 200 : 20);
 		return 0;
 	}
 	/* Alarm-independent: a thread that sleeps, then aborts. */
