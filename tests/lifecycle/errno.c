@@ -86,6 +86,13 @@ struct errno_outcome {
 	int error;
 };
 
+/* The exported functions, called through pointers: glibc declares their
+ * answer's place never NULL, so a NULL passed to them by name is undefined
+ * behaviour that UBSan reports in this file, before the call is made. */
+static int (*volatile errno_clock_gettime)(clockid_t, struct timespec *) = clock_gettime;
+static int (*volatile errno_gettimeofday)(struct timeval *, void *) = gettimeofday;
+static int (*volatile errno_timespec_get)(struct timespec *, int) = timespec_get;
+
 /* Makes call through the preload (libc false) or through libc's own
  * function, with the places given (NULL for a NULL pointer), errno preset. */
 static struct errno_outcome errno_make(enum errno_call call, bool libc, bool null)
@@ -99,24 +106,25 @@ static struct errno_outcome errno_make(enum errno_call call, bool libc, bool nul
 	errno = ERRNO_SENTINEL;
 	switch (call) {
 	case ERRNO_GETTIMEOFDAY:
-		out.rc = libc ? life_libc.gettimeofday(tvp, NULL) : gettimeofday(tvp, NULL);
+		out.rc = libc ? life_libc.gettimeofday(tvp, NULL) : errno_gettimeofday(tvp, NULL);
 		break;
 	case ERRNO_GETTIMEOFDAY_TZ:
-		out.rc = libc ? life_libc.gettimeofday(tvp, &tz) : gettimeofday(tvp, &tz);
+		out.rc = libc ? life_libc.gettimeofday(tvp, &tz) : errno_gettimeofday(tvp, &tz);
 		break;
 	case ERRNO_TIME:
 		out.rc = (libc ? life_libc.time(tp) : time(tp)) == (time_t)-1 ? -1 : 0;
 		break;
 	case ERRNO_TIMESPEC_GET:
-		out.rc = libc ? life_libc.timespec_get(tsp, TIME_UTC) : timespec_get(tsp, TIME_UTC);
+		out.rc = libc ? life_libc.timespec_get(tsp, TIME_UTC)
+			      : errno_timespec_get(tsp, TIME_UTC);
 		break;
 	case ERRNO_TIMESPEC_GET_BASE:
 		out.rc = libc ? life_libc.timespec_get(tsp, TIME_UTC + 1)
-			      : timespec_get(tsp, TIME_UTC + 1);
+			      : errno_timespec_get(tsp, TIME_UTC + 1);
 		break;
 	default:
 		out.rc = libc ? life_libc.clock_gettime(errno_clock_ids[call], tsp)
-			      : clock_gettime(errno_clock_ids[call], tsp);
+			      : errno_clock_gettime(errno_clock_ids[call], tsp);
 		break;
 	}
 	out.error = errno;
