@@ -98,18 +98,6 @@ static uint64_t calib_measured_mult(const struct calib_cpu *cpu, const struct ca
 	return calib_mult_from(sample->ns - cpu->anchor.ns, sample->tsc - cpu->anchor.tsc);
 }
 
-enum calib_outcome calib_cpu_update(struct calib_cpu *cpu, const struct calib_sample *sample,
-				    uint64_t next_interval_ns)
-{
-	return calib_cpu_update_at(cpu, sample, next_interval_ns, 0, sample->tsc);
-}
-
-enum calib_outcome calib_cpu_update_shared(struct calib_cpu *cpu, const struct calib_sample *sample,
-					   uint64_t next_interval_ns, uint64_t shared_mult)
-{
-	return calib_cpu_update_at(cpu, sample, next_interval_ns, shared_mult, sample->tsc);
-}
-
 bool calib_slope_estimate(const struct calib_cpu *cpu, const struct calib_sample *sample,
 			  uint64_t *mult, uint64_t *uncertainty_ppb)
 {
@@ -119,7 +107,7 @@ bool calib_slope_estimate(const struct calib_cpu *cpu, const struct calib_sample
 		return false;
 	measured = calib_measured_mult(cpu, sample);
 	/* A rate no kernel runs at is a discontinuity, not an estimate of the
-	 * rate (calib_cpu_update steps such a line). */
+	 * rate (calib_cpu_update_at steps such a line). */
 	if (measured == 0 || !calib_rate_plausible(measured, cpu->slope_mult))
 		return false;
 	*mult = measured;

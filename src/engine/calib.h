@@ -124,23 +124,19 @@ void calib_cpu_reset(struct calib_cpu *cpu);
 
 /* Takes the next sample. next_interval_ns is how long until the following
  * sample: the error found now is paid back over that span, or over a longer
- * one where that would mean paying back faster than CALIB_MAX_PAYBACK_PPM. */
-enum calib_outcome calib_cpu_update(struct calib_cpu *cpu, const struct calib_sample *sample,
-				    uint64_t next_interval_ns);
-
-/* The same, with the machine's slope for this round (0 for none): every
+ * one where that would mean paying back faster than CALIB_MAX_PAYBACK_PPM.
+ *
+ * shared_mult is the machine's slope for this round (0 for none): every
  * CPU's TSC ticks at one rate, so lines drawn with one slope disagree only
  * by their offsets, which do not grow between rounds. Per-CPU slopes carry
  * each CPU's sandwich noise: a young line's few ppm, times a round's
  * length, put two CPUs' lines hundreds of nanoseconds apart, and a
  * timestamp handed between threads would run backwards. The CPU's own
  * measurement is still kept (slope_mult) and used when it disagrees with
- * the machine's by more than CALIB_SHARED_SLOPE_MAX_PPM. */
-enum calib_outcome calib_cpu_update_shared(struct calib_cpu *cpu, const struct calib_sample *sample,
-					   uint64_t next_interval_ns, uint64_t shared_mult);
-
-/* The same, for a line published only when the TSC reads publish_tsc (after
- * the round's other samples): the new line starts from where readers of the
+ * the machine's by more than CALIB_SHARED_SLOPE_MAX_PPM.
+ *
+ * The line is published only when the TSC reads publish_tsc (after the
+ * round's other samples): the new line starts from where readers of the
  * old one are then, not at the sample, so that a change of slope does not
  * step readers back by the slopes' difference times the delay. A
  * publish_tsc before the sample's counter means the sample's. */

@@ -28,6 +28,22 @@ struct fake_clock {
 	int64_t ppb;
 };
 
+/* A sample's line published at its own counter, without the machine's
+ * slope: what most cases here take. */
+static enum calib_outcome calib_cpu_update(struct calib_cpu *cpu, const struct calib_sample *sample,
+					   uint64_t next_interval_ns)
+{
+	return calib_cpu_update_at(cpu, sample, next_interval_ns, 0, sample->tsc);
+}
+
+/* The same, with the machine's slope shared_mult. */
+static enum calib_outcome calib_cpu_update_shared(struct calib_cpu *cpu,
+						  const struct calib_sample *sample,
+						  uint64_t next_interval_ns, uint64_t shared_mult)
+{
+	return calib_cpu_update_at(cpu, sample, next_interval_ns, shared_mult, sample->tsc);
+}
+
 static const uint64_t calib_test_hz[] = { 2000000000ull, 2600000000ull, 3700000000ull };
 /* 3 TSC rates x 3 TSC starts x 2 kernel starts, for loop tests. */
 #define CALIB_CASES 18
