@@ -64,7 +64,15 @@ beneath_accuracy() {
 			grep -E ': (fast|libc)$' >"$beneath_tmp/choice"
 		if test ! -s "$beneath_tmp/choice"; then
 			beneath_fail "$api: the library logged no choice"
-		elif grep -E ': libc$' "$beneath_tmp/choice" >/dev/null; then
+		elif ! grep -E ': libc$' "$beneath_tmp/choice" >/dev/null; then
+			:
+		elif test -n "$integ_runtimes"; then
+			# Under a sanitizer the instrumentation sets the fast
+			# path's pace (about 130 ns under ThreadSanitizer with
+			# lfence and getcpu), so the choice says nothing of the
+			# library's; the plain suite judges it.
+			echo "note: $api left on libc under a sanitizer, not judged: $(grep -E ': libc$' "$beneath_tmp/choice")"
+		else
 			beneath_fail "$api: left on libc over a system call: $(grep -E ': libc$' "$beneath_tmp/choice")"
 		fi
 	done
