@@ -98,10 +98,16 @@ enum refresh_stopped {
  * one the thread runs in (a vfork or CLONE_VM child). */
 enum refresh_stopped refresh_stop(enum refresh_stop_kind kind);
 
+/* Whether a start is due (the state is IDLE): one load. */
+static inline bool refresh_start_due(void)
+{
+	return __atomic_load_n(&refresh_state, __ATOMIC_RELAXED) == REFRESH_IDLE;
+}
+
 /* The check every slow call makes: one load, and a call only the first time. */
 static inline void refresh_ensure_started(void)
 {
-	if (__builtin_expect(__atomic_load_n(&refresh_state, __ATOMIC_RELAXED) == REFRESH_IDLE, 0))
+	if (__builtin_expect(refresh_start_due(), 0))
 		refresh_start();
 }
 /* unshare(CLONE_NEWTIME) succeeded: children forked from now on start

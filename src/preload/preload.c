@@ -425,7 +425,7 @@ static inline void preload_ensure_started(void)
 {
 	struct errno_keep keep;
 
-	if (__builtin_expect(__atomic_load_n(&refresh_state, __ATOMIC_RELAXED) != REFRESH_IDLE, 1))
+	if (__builtin_expect(!refresh_start_due(), 1))
 		return;
 	keep = errno_keep_take();
 	refresh_start();
