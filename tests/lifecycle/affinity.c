@@ -24,9 +24,10 @@
  * script): its allowed CPUs (sched_getaffinity of its id) and the CPU it
  * last ran on (field 39 of /proc/self/task/TID/stat). A thread that leaves
  * the program's CPUs does so in every round, which 100 looks see some 50
- * of. Skips with fewer than two CPUs.
+ * of. Skips with fewer than two CPUs. CPUs a task above ours owns (a
+ * real-time loop beside the test) are left out (affinity_print_free).
  *
- * Usage: affinity inherited|moved|workers|worker-first */
+ * Usage: affinity inherited|moved|workers|worker-first|free */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
@@ -37,6 +38,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "life.h"
@@ -102,6 +105,98 @@ static void affinity_pin_self(int cpu)
 	CPU_SET(cpu, &one);
 	if (sched_setaffinity(0, sizeof one, &one) != 0)
 		life_fail("sched_setaffinity(%d): %s", cpu, strerror(errno));
+}
+
+/* How much of each CPU a thread of ours gets: one thread pinned to each
+ * spins for AFFINITY_PROBE_MS, all at once, and compares its CPU time with
+ * the time that passed. A real-time loop (or any task above ours) that owns
+ * a CPU leaves ours at most its throttled 50 ms a second there: a reader
+ * on that CPU runs too seldom, and so does the refresh thread, for the TSC
+ * to answer it, and the library rightly answers it with libc. The probe
+ * runs long enough for that share to stay under AFFINITY_FREE_SHARE, which
+ * a CPU merely shared with other work (four runnable tasks) still reaches. */
+#define AFFINITY_PROBE_MS   400u
+#define AFFINITY_FREE_SHARE 0.25
+#define AFFINITY_PROBES_MAX 64u
+
+struct affinity_probe {
+	int cpu;
+	double share;
+};
+
+static void *affinity_probe_main(void *arg)
+{
+	struct affinity_probe *probe = arg;
+	struct timespec cpu_time;
+	uint64_t start, end, now;
+
+	affinity_pin_self(probe->cpu);
+	/* Through libc, not the library: the process's own time calls come
+	 * later. */
+	start = life_libc_mono_ns();
+	end = start + AFFINITY_PROBE_MS * LIFE_NS_PER_MS;
+	do
+		now = life_libc_mono_ns();
+	while (now < end);
+	if (syscall(SYS_clock_gettime, CLOCK_THREAD_CPUTIME_ID, &cpu_time) != 0)
+		life_fail("clock_gettime(CLOCK_THREAD_CPUTIME_ID): %s", strerror(errno));
+	probe->share = (double)life_ns(&cpu_time) / (double)(now - start);
+	return NULL;
+}
+
+/* affinity free: prints the CPUs of this process that a thread of ours gets
+ * at least AFFINITY_FREE_SHARE of (the .test script runs it once and hands
+ * the list to every case in AFFINITY_FREE_CPUS), and says which it left out. */
+static void affinity_print_free(const cpu_set_t *process)
+{
+	struct affinity_probe probes[AFFINITY_PROBES_MAX];
+	pthread_t threads[AFFINITY_PROBES_MAX];
+	unsigned count = 0;
+
+	for (int cpu = 0; cpu < CPU_SETSIZE && count < AFFINITY_PROBES_MAX; cpu++) {
+		if (!CPU_ISSET(cpu, process))
+			continue;
+		probes[count].cpu = cpu;
+		if (pthread_create(&threads[count], NULL, affinity_probe_main, &probes[count]) != 0)
+			life_fail("pthread_create failed");
+		count++;
+	}
+	for (unsigned i = 0; i < count; i++)
+		pthread_join(threads[i], NULL);
+	for (unsigned i = 0; i < count; i++) {
+		if (probes[i].share >= AFFINITY_FREE_SHARE)
+			printf("%d ", probes[i].cpu);
+		else
+			fprintf(
+			    stderr,
+			    "affinity: CPU %d left out: a thread of ours got %.0f %% of it in %u "
+			    "ms (a task above ours owns it)\n",
+			    probes[i].cpu, probes[i].share * 100.0, AFFINITY_PROBE_MS);
+	}
+	printf("\n");
+}
+
+/* The CPUs the cases may use: AFFINITY_FREE_CPUS's (affinity_print_free)
+ * among the process's, or all of the process's where it is not set. */
+static void affinity_usable(const cpu_set_t *process, cpu_set_t *usable)
+{
+	const char *list = getenv("AFFINITY_FREE_CPUS");
+	char *end;
+
+	if (list == NULL) {
+		*usable = *process;
+		return;
+	}
+	CPU_ZERO(usable);
+	for (;;) {
+		long cpu = strtol(list, &end, 10);
+
+		if (end == list)
+			break;
+		if (cpu >= 0 && cpu < CPU_SETSIZE && CPU_ISSET((int)cpu, process))
+			CPU_SET((int)cpu, usable);
+		list = end;
+	}
 }
 
 /* A worker pinned to its own CPU. */
@@ -266,24 +361,32 @@ static void affinity_workers(bool worker_first, int home, int other, const cpu_s
 
 int main(int argc, char **argv)
 {
-	static const char *const cases[] = { "inherited", "moved", "workers", "worker-first" };
-	cpu_set_t process;
+	static const char *const cases[] = { "inherited", "moved", "workers", "worker-first",
+					     "free" };
+	cpu_set_t process, usable;
 	int home = -1, other = -1;
 	unsigned which = 0;
 
 	life_begin("affinity");
-	while (argc == 2 && which < 4 && strcmp(argv[1], cases[which]) != 0)
+	while (argc == 2 && which < 5 && strcmp(argv[1], cases[which]) != 0)
 		which++;
-	if (argc != 2 || which == 4)
-		life_fail("usage: affinity inherited|moved|workers|worker-first");
+	if (argc != 2 || which == 5)
+		life_fail("usage: affinity inherited|moved|workers|worker-first|free");
 	life_watchdog(60);
 	CPU_ZERO(&process);
 	if (sched_getaffinity(0, sizeof process, &process) != 0)
 		life_fail("sched_getaffinity: %s", strerror(errno));
+	if (which == 4) {
+		affinity_print_free(&process);
+		return 0;
+	}
 	if (CPU_COUNT(&process) < 2)
 		life_skip("this process has one CPU: no other to stay away from");
+	affinity_usable(&process, &usable);
+	if (CPU_COUNT(&usable) < (which < 2 ? 1 : 2))
+		life_skip("fewer CPUs than this case needs are free of tasks above ours");
 	for (int cpu = 0; cpu < CPU_SETSIZE && other < 0; cpu++) {
-		if (!CPU_ISSET(cpu, &process))
+		if (!CPU_ISSET(cpu, &usable))
 			continue;
 		if (home < 0)
 			home = cpu;
