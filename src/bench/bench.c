@@ -84,7 +84,9 @@ static void bench_usage(FILE *out)
 		     "               clock, against a preloaded library that does nothing, in R\n"
 		     "               rounds (default 20) alternating the two: each round spawns\n"
 		     "               /bin/true 50 times preloaded, forks 100 times in a preloaded\n"
-		     "               parent (this program again, with --fork-loop), and runs\n"
+		     "               parent (this program again, with --fork-loop), forks as\n"
+		     "               many times in one that read the clock first (so served\n"
+		     "               where a page serves), and runs\n"
 		     "               sh -c 'for i in $(seq 25); do /bin/true; done' preloaded\n"
 		     "               twice\n"
 		     "  --library PATH, --empty PATH  the two libraries of --spawn (default: the\n"
@@ -130,6 +132,7 @@ static bool bench_parse(int argc, char **argv)
 		{ "library", required_argument, NULL, 'L' },
 		{ "empty", required_argument, NULL, 'E' },
 		{ "fork-loop", required_argument, NULL, 'F' },
+		{ "fork-loop-reading", required_argument, NULL, 'G' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -163,18 +166,24 @@ static bool bench_parse(int argc, char **argv)
 				return false;
 			break;
 		case 'R':
-		case 'F': {
+		case 'F':
+		case 'G': {
 			unsigned long n = strtoul(optarg, &end, 10);
 			if (*optarg < '0' || *optarg > '9' || *end || n < 1 || n > 100000) {
 				fprintf(stderr,
 					"fasttime-bench: --%s wants 1 to 100000, not '%s'\n",
-					opt == 'R' ? "rounds" : "fork-loop", optarg);
+					opt == 'R'   ? "rounds"
+					: opt == 'F' ? "fork-loop"
+						     : "fork-loop-reading",
+					optarg);
 				return false;
 			}
 			if (opt == 'R')
 				bench_options.rounds = (unsigned)n;
 			else
 				bench_options.fork_loop = (unsigned)n;
+			if (opt == 'G')
+				bench_options.fork_loop_reads = true;
 			break;
 		}
 		case 'L': bench_options.library = optarg; break;

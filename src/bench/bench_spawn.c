@@ -10,6 +10,9 @@
  *   spawn  posix_spawn and wait of /bin/true, the child preloaded
  *   fork   fork, the child's _exit and the wait, in a preloaded parent (this
  *          program run again under the library with --fork-loop)
+ *   fork-reader  the same in a parent that read the clock once first
+ *          (--fork-loop-reading): served where a page serves, else running
+ *          its own refresh thread, and so paying its fork handler
  *   shell  sh -c 'for i in $(seq N); do /bin/true; done' under an exported
  *          LD_PRELOAD, per /bin/true */
 #include "config.h"
@@ -197,13 +200,14 @@ static bool bench_spawn_spawns(const struct bench_spawn_setup *setup, enum bench
 	return true;
 }
 
-/* One round's forks on one side: this program again, preloaded, forking
- * and timing each fork itself; its times come back through a pipe. */
-static bool bench_spawn_forks(const struct bench_spawn_setup *setup, enum bench_spawn_side side,
-			      uint64_t *ns)
+/* One round's forks on one side: this program again, preloaded, run with
+ * option (--fork-loop or --fork-loop-reading), forking and timing each
+ * fork itself; its times come back through a pipe. */
+static bool bench_spawn_forks_with(const struct bench_spawn_setup *setup,
+				   enum bench_spawn_side side, const char *option, uint64_t *ns)
 {
 	char count[16];
-	char *argv[] = { (char *)setup->self, (char *)"--fork-loop", count, NULL };
+	char *argv[] = { (char *)setup->self, (char *)option, count, NULL };
 	size_t want = BENCH_SPAWN_FORKS_PER_ROUND * sizeof *ns, got = 0;
 	int fds[2];
 	bool ran;
@@ -226,6 +230,18 @@ static bool bench_spawn_forks(const struct bench_spawn_setup *setup, enum bench_
 	if (ran && got != want)
 		fprintf(stderr, "fasttime-bench: the fork loop gave %zu bytes of %zu\n", got, want);
 	return ran && got == want;
+}
+
+static bool bench_spawn_forks(const struct bench_spawn_setup *setup, enum bench_spawn_side side,
+			      uint64_t *ns)
+{
+	return bench_spawn_forks_with(setup, side, "--fork-loop", ns);
+}
+
+static bool bench_spawn_forks_reading(const struct bench_spawn_setup *setup,
+				      enum bench_spawn_side side, uint64_t *ns)
+{
+	return bench_spawn_forks_with(setup, side, "--fork-loop-reading", ns);
 }
 
 /* One round's shell on one side: its time per /bin/true. */
@@ -370,10 +386,11 @@ static bool bench_spawn_setup(struct bench_spawn_setup *setup)
 int bench_spawn_run(void)
 {
 	struct bench_spawn_setup setup;
-	struct bench_spawn_case cases[3] = {
+	struct bench_spawn_case cases[4] = {
 		{ .name = "spawn" },
 		{ .name = "fork" },
 		{ .name = "shell" },
+		{ .name = "fork-reader" },
 	};
 	unsigned rounds = bench_options.rounds;
 
@@ -388,9 +405,11 @@ int bench_spawn_run(void)
 		 BENCH_SPAWN_SHELL " -c 'for i in $(seq %u); do " BENCH_SPAWN_TRUE
 				   "; done', preloaded, per " BENCH_SPAWN_TRUE,
 		 BENCH_SPAWN_SHELL_LOOP);
+	snprintf(cases[3].what, sizeof cases[3].what,
+		 "the same forks in a preloaded parent that read the clock once first");
 	/* The shell's runs are short, and each is one sample: twice as many
 	 * rounds of them, for as many spawns as the first case. */
-	for (unsigned i = 0; i < 3; i++)
+	for (unsigned i = 0; i < 4; i++)
 		cases[i].rounds = i == 2 ? 2 * rounds : rounds;
 	if (bench_options.csv)
 		printf("source,api,metric,value\nspawn,-,rounds,%u\n", rounds);
@@ -404,9 +423,11 @@ int bench_spawn_run(void)
 				  BENCH_SPAWN_SPAWNS_PER_ROUND) ||
 	    !bench_spawn_case_run(&setup, &cases[1], bench_spawn_forks,
 				  BENCH_SPAWN_FORKS_PER_ROUND) ||
-	    !bench_spawn_case_run(&setup, &cases[2], bench_spawn_shell, 1))
+	    !bench_spawn_case_run(&setup, &cases[2], bench_spawn_shell, 1) ||
+	    !bench_spawn_case_run(&setup, &cases[3], bench_spawn_forks_reading,
+				  BENCH_SPAWN_FORKS_PER_ROUND))
 		return 1;
-	for (unsigned i = 0; i < 3; i++)
+	for (unsigned i = 0; i < 4; i++)
 		bench_spawn_print(&cases[i]);
 	return fflush(stdout) == 0 ? 0 : 1;
 }
@@ -418,6 +439,13 @@ int bench_spawn_fork_loop(unsigned count)
 
 	if (ns == NULL)
 		return 1;
+	if (bench_options.fork_loop_reads) {
+		/* Through whatever is preloaded: the library answers it, and
+		 * is served or starts its thread. */
+		struct timespec now;
+
+		clock_gettime(CLOCK_MONOTONIC, &now);
+	}
 	for (unsigned i = 0; i < count; i++) {
 		uint64_t start = bench_libc_ns(CLOCK_MONOTONIC);
 		pid_t pid = fork();
