@@ -73,6 +73,13 @@ bool lines_cpu_answers(const struct lines_cpu *c);
 bool lines_kind_answers(const struct lines_cpu *c, enum clock_lines kind);
 /* How many CPUs have a line that answers. */
 unsigned lines_answering(void);
+/* The first CPU at or after cpu whose entry is allowed (lines_cpu_allow),
+ * or CPU_MAX_CPUS. Only allowed entries have lines or state, and walks over
+ * the CPUs visit those alone: an entry read is a page of the array mapped
+ * in the process, and every fork copies those mappings and every exit
+ * tears them down, so reading all CPU_MAX_CPUS entries made each fork of a
+ * process with its own thread some 270 page-table entries dearer. */
+uint32_t lines_allowed_next(uint32_t cpu);
 /* Notes that cpu's calibration failed at now (monotonic ns); once it has
  * failed for LINES_DROP_AFTER_NS without a success between, the CPU's
  * line is withdrawn and its readers answer with libc. A success clears

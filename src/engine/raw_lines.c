@@ -18,7 +18,8 @@ bool raw_lines_ready(void)
 {
 	unsigned answering = 0;
 
-	for (uint32_t cpu = 0; cpu < CPU_MAX_CPUS; cpu++) {
+	for (uint32_t cpu = lines_allowed_next(0); cpu < CPU_MAX_CPUS;
+	     cpu = lines_allowed_next(cpu + 1)) {
 		const struct lines_cpu *c = &lines_cpus[cpu];
 
 		if (!lines_cpu_answers(c))
@@ -44,7 +45,8 @@ bool raw_lines_look(uint32_t cpu, unsigned n)
 		  "(sandwich %llu ns): raw lines withdrawn until the next round",
 		  cpu, (long long)watch_line_error(c->calib[CLOCK_LINES_RAW].line, &sample),
 		  (unsigned long long)sample.width_ns);
-	for (uint32_t other = 0; other < CPU_MAX_CPUS; other++)
+	for (uint32_t other = lines_allowed_next(0); other < CPU_MAX_CPUS;
+	     other = lines_allowed_next(other + 1))
 		if (lines_cpus[other].calib[CLOCK_LINES_RAW].line.mult != 0)
 			lines_raw_withdraw(other);
 	return false;

@@ -4,13 +4,18 @@
  * thread is started here. */
 #include "config.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "api_choice.h"
 #include "clock.h"
 #include "libc.h"
 #include "lines.h"
+#include "placement.h"
+#include "raw_lines.h"
 #include "refresh.h"
 #include "round.h"
 #include "table.h"
@@ -162,7 +167,7 @@ START_TEST(test_refresh_wakes_for_first_line)
 
 	memset(lines_cpus, 0, sizeof lines_cpus);
 	ck_assert_uint_eq(round_next_deadline(scheduled), scheduled);
-	c->allowed = true;
+	lines_cpu_allow(3);
 	c->calib[CLOCK_LINES_MONOTONIC].has_anchor = true;
 	c->calib[CLOCK_LINES_MONOTONIC].anchor.ns = anchor_ns;
 	c->calib[CLOCK_LINES_MONOTONIC].anchor.width_ns = 1200;
@@ -173,7 +178,7 @@ START_TEST(test_refresh_wakes_for_first_line)
 	c->dropped = false;
 	c->allowed = false;
 	ck_assert_uint_eq(round_next_deadline(scheduled), scheduled);
-	c->allowed = true;
+	lines_cpu_allow(3);
 	c->calib[CLOCK_LINES_MONOTONIC].line.mult = 1ull << 63;
 	ck_assert_uint_eq(round_next_deadline(scheduled), scheduled);
 	memset(lines_cpus, 0, sizeof lines_cpus);
@@ -201,6 +206,57 @@ START_TEST(test_refresh_window_walks_every_line)
 }
 END_TEST
 
+/* Makes the whole pages of lines_cpus between the entries of from and to
+ * (both excluded) unreadable, or readable again. */
+static void refresh_test_protect_between(uint32_t from, uint32_t to, bool unreadable)
+{
+	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+	uintptr_t start = ((uintptr_t)&lines_cpus[from + 1] + page - 1) & ~(page - 1);
+	uintptr_t end = (uintptr_t)&lines_cpus[to] & ~(page - 1);
+
+	ck_assert_uint_gt(end, start);
+	ck_assert_int_eq(
+	    mprotect((void *)start, end - start, unreadable ? PROT_NONE : PROT_READ | PROT_WRITE),
+	    0);
+}
+
+/* The walks over the CPUs read the entries of allowed CPUs alone: every
+ * entry read maps a page of the array in the process, which every fork
+ * then copies and every exit tears down (some 270 pages a fork, when the
+ * walks read all CPU_MAX_CPUS entries). The pages between the allowed
+ * entries are made unreadable: a walk that reads one dies of SIGSEGV. */
+START_TEST(test_refresh_walks_read_allowed_entries_only)
+{
+	const uint32_t far = CPU_MAX_CPUS / 2;
+	unsigned long visit[PLACEMENT_MASK_WORDS] = { 0 };
+
+	memset(lines_cpus, 0, sizeof lines_cpus);
+	lines_cpu_allow(0);
+	lines_cpu_allow(1);
+	lines_cpu_allow(far);
+	lines_cpus[1].calib[CLOCK_LINES_MONOTONIC].line.mult = 1ull << 63;
+	lines_cpus[far].calib[CLOCK_LINES_MONOTONIC].line.mult = 1ull << 63;
+	lines_cpus[far].calib[CLOCK_LINES_RAW].line.mult = 1ull << 63;
+	cpu_mask_set(visit, 0);
+	cpu_mask_set(visit, 1);
+	refresh_test_protect_between(1, far, true);
+	refresh_test_protect_between(far, CPU_MAX_CPUS - 1, true);
+	ck_assert_uint_eq(lines_answering(), 2);
+	ck_assert(!raw_lines_ready());
+	ck_assert_uint_eq(round_next_deadline(UINT64_MAX), UINT64_MAX);
+	lines_withdraw_unsampled(visit);
+	ck_assert(lines_cpus[far].withdrawn[CLOCK_LINES_MONOTONIC]);
+	ck_assert_uint_eq(lines_answering(), 1);
+	lines_restart_calibrations();
+	lines_leave_others(visit);
+	ck_assert(!lines_cpus[far].allowed);
+	refresh_test_protect_between(1, far, false);
+	refresh_test_protect_between(far, CPU_MAX_CPUS - 1, false);
+	memset(lines_cpus, 0, sizeof lines_cpus);
+	memset(&table_page.shared, 0, sizeof table_page.shared);
+}
+END_TEST
+
 /* A CPU whose line a skipped visit withdrew (a real-time thread owned it)
  * wakes the thread when its skip ends, not at the schedule; an earlier
  * schedule stands, and a CPU that still has its line, a skip already over
@@ -212,7 +268,7 @@ START_TEST(test_refresh_wakes_when_skip_ends)
 	struct lines_cpu *c = &lines_cpus[2];
 
 	memset(lines_cpus, 0, sizeof lines_cpus);
-	c->allowed = true;
+	lines_cpu_allow(2);
 	c->withdrawn[CLOCK_LINES_MONOTONIC] = true;
 	c->calib[CLOCK_LINES_MONOTONIC].line.mult = 1ull << 63;
 	c->unreachable_backoff_ns = 1000000000ull;
@@ -349,6 +405,7 @@ Suite *suite_refresh(void)
 	tcase_add_test(tc, test_refresh_wakes_when_skip_ends);
 	tcase_add_test(tc, test_refresh_skips_grow_while_taken);
 	tcase_add_test(tc, test_refresh_window_walks_every_line);
+	tcase_add_test(tc, test_refresh_walks_read_allowed_entries_only);
 	tcase_add_test(tc, test_refresh_drop_after_15_s);
 	tcase_add_test(tc, test_refresh_clamp_after_tsc_answers);
 	suite_add_tcase(s, tc);
