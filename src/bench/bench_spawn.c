@@ -10,9 +10,9 @@
  *   spawn  posix_spawn and wait of /bin/true, the child preloaded
  *   fork   fork, the child's _exit and the wait, in a preloaded parent (this
  *          program run again under the library with --fork-loop)
- *   fork-reader  the same in a parent that read the clock once first
- *          (--fork-loop-reading): served where a page serves, else running
- *          its own refresh thread, and so paying its fork handler
+ *   fork-reader  the same in a parent that read the clock once first, 0.2 s
+ *          before (--fork-loop-reading): served where a page serves, else
+ *          running its own refresh thread, and so paying its fork handler
  *   shell  sh -c 'for i in $(seq N); do /bin/true; done' under an exported
  *          LD_PRELOAD, per /bin/true */
 #include "config.h"
@@ -38,6 +38,8 @@
 #define BENCH_SPAWN_SPAWNS_PER_ROUND 50u
 #define BENCH_SPAWN_FORKS_PER_ROUND  100u
 #define BENCH_SPAWN_SHELL_LOOP	     25u
+/* How long the fork-reader case's parent waits after its time call. */
+#define BENCH_SPAWN_READER_SETTLE_NS 200000000l
 
 #define BENCH_SPAWN_TRUE  "/bin/true"
 #define BENCH_SPAWN_SHELL "/bin/sh"
@@ -441,10 +443,14 @@ int bench_spawn_fork_loop(unsigned count)
 		return 1;
 	if (bench_options.fork_loop_reads) {
 		/* Through whatever is preloaded: the library answers it, and
-		 * is served or starts its thread. */
-		struct timespec now;
+		 * is served or starts its thread, whose first rounds (10 ms
+		 * apart, growing) are let pass: the forks are those of a
+		 * process that has run a while. */
+		struct timespec now, settle = { .tv_nsec = BENCH_SPAWN_READER_SETTLE_NS };
 
 		clock_gettime(CLOCK_MONOTONIC, &now);
+		while (nanosleep(&settle, &settle) != 0 && errno == EINTR)
+			;
 	}
 	for (unsigned i = 0; i < count; i++) {
 		uint64_t start = bench_libc_ns(CLOCK_MONOTONIC);
