@@ -18,6 +18,9 @@ bool raw_lines_ready(void)
 {
 	unsigned answering = 0;
 
+	/* Never mapped (round_map): no line at all. */
+	if (lines_cpus == NULL)
+		return false;
 	for (uint32_t cpu = 0; cpu < CPU_MAX_CPUS; cpu++) {
 		const struct lines_cpu *c = &lines_cpus[cpu];
 
