@@ -24,14 +24,16 @@
  *             interposer looked for the page first, so the process is
  *             served under the filter (the page mapped, no thread); exits
  *             75 where it is not (the page was stale then: served.test)
- *   nomap     runs this program again (nomap-child) under a filter set
- *             before its start that makes mmap refuse, with ENOMEM, a
- *             private anonymous mapping the size of the refresh thread's
- *             lines: its time calls get libc's answers, errno as the
+ *   nomap samples|lines  runs this program again (nomap-child) under a
+ *             filter set before its start that makes mmap refuse, with
+ *             ENOMEM, a private anonymous mapping the size of the refresh
+ *             thread's samples (its first mapping) or of its lines (its
+ *             second): its time calls get libc's answers, errno as the
  *             program left it, and no thread starts; then under a filter
  *             that refuses another size, where the thread starts */
 #include "config.h"
 
+#include "calib.h"
 #include "life.h"
 #include "lines.h"
 
@@ -156,16 +158,18 @@ static void sandbox_read_for(unsigned ms)
 	life_judge("realtime", &real);
 }
 
-/* The bytes the refresh thread's start maps for its lines (lines_map). */
-#define SANDBOX_LINES_BYTES (CPU_MAX_CPUS * sizeof(struct lines_cpu))
+/* The bytes the refresh thread's start maps (round_map): the round's
+ * samples first, then the lines (lines_map). */
+#define SANDBOX_SAMPLES_BYTES (CLOCK_LINES_COUNT * CPU_MAX_CPUS * sizeof(struct calib_sample))
+#define SANDBOX_LINES_BYTES   (CPU_MAX_CPUS * sizeof(struct lines_cpu))
 
 /* Runs this program again as nomap-child (refused: whether the filter
- * refuses the lines' mapping, or one a page longer) under a filter that
- * makes mmap fail with ENOMEM for a private anonymous mapping of that many
- * bytes, and allows every other call; returns the child's status. */
-static int sandbox_nomap_run(bool refused)
+ * refuses a mapping of mapped bytes, or of a page more) under a filter
+ * that makes mmap fail with ENOMEM for a private anonymous mapping of
+ * that many bytes, and allows every other call; returns its status. */
+static int sandbox_nomap_run(uint64_t mapped, bool refused)
 {
-	const uint64_t bytes = SANDBOX_LINES_BYTES + (refused ? 0 : 4096);
+	const uint64_t bytes = mapped + (refused ? 0 : 4096);
 	struct sock_filter code[] = {
 		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
 		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 0, 9),
@@ -234,23 +238,26 @@ static void sandbox_nomap_child(const char *refused)
 	sandbox_read_for(100);
 	if (life_threads_named("fasttime") != 0)
 		life_fail("nomap: a fasttime thread started later");
-	life_say("nomap: the lines' mapping refused, no thread, libc answers, errno kept");
+	life_say("nomap: the mapping refused, no thread, libc answers, errno kept");
 	fflush(stdout);
 	_exit(0);
 }
 
-/* nomap: the refused mapping, then the control with another size. */
-static void sandbox_nomap(void)
+/* nomap: the refused mapping (which: samples or lines), then the control
+ * with another size. */
+static void sandbox_nomap(const char *which)
 {
+	uint64_t mapped = strcmp(which, "lines") == 0 ? SANDBOX_LINES_BYTES : SANDBOX_SAMPLES_BYTES;
 	int status;
 
-	status = sandbox_nomap_run(true);
+	life_say("nomap: the %s' mapping (%llu bytes) refused", which, (unsigned long long)mapped);
+	status = sandbox_nomap_run(mapped, true);
 	if (WIFEXITED(status) && WEXITSTATUS(status) == LIFE_EXIT_SKIP)
 		exit(LIFE_EXIT_SKIP);
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
 		life_fail("nomap: the child under the refusing filter ended with status %d",
 			  status);
-	status = sandbox_nomap_run(false);
+	status = sandbox_nomap_run(mapped, false);
 	if (WIFEXITED(status) && WEXITSTATUS(status) == LIFE_EXIT_SKIP)
 		exit(LIFE_EXIT_SKIP);
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
@@ -409,7 +416,7 @@ int main(int argc, char **argv)
 	if (strcmp(mode, "served") == 0)
 		sandbox_served();
 	if (strcmp(mode, "nomap") == 0)
-		sandbox_nomap();
+		sandbox_nomap(argc > 2 ? argv[2] : "samples");
 	if (strcmp(mode, "sshd") == 0) {
 		/* The parent's thread runs, and its lines are inherited. */
 		life_require_fast();
