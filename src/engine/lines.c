@@ -6,6 +6,8 @@
 
 #include "lines.h"
 
+#include <sys/mman.h>
+
 #include "debug.h"
 #include "libc.h"
 #include "offsets.h"
@@ -14,7 +16,7 @@
 #include "verdict.h"
 #include "watch.h"
 
-struct lines_cpu lines_cpus[CPU_MAX_CPUS];
+struct lines_cpu *lines_cpus;
 /* The CPUs whose lines_cpus entry is allowed: the looks judge every line
  * (lines_window) by a walk of this mask, not of all CPU_MAX_CPUS entries,
  * a page of them apart, after each sleep. */
@@ -34,6 +36,22 @@ static struct lines_memory {
 	/* CPUs with a line after the last round. */
 	unsigned published;
 } lines_state;
+
+bool lines_map(void)
+{
+	void *memory;
+
+	if (lines_cpus != NULL)
+		return true;
+	/* Not malloc: the start may come from a time call in any context
+	 * a thread may start from, and anonymous memory is zeroed. */
+	memory = mmap(NULL, CPU_MAX_CPUS * sizeof *lines_cpus, PROT_READ | PROT_WRITE,
+		      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (memory == MAP_FAILED)
+		return false;
+	lines_cpus = memory;
+	return true;
+}
 
 void lines_set_published(unsigned count)
 {
@@ -72,6 +90,8 @@ unsigned lines_answering(void)
 {
 	unsigned count = 0;
 
+	if (lines_cpus == NULL)
+		return 0;
 	for (uint32_t cpu = lines_allowed_next(0); cpu < CPU_MAX_CPUS;
 	     cpu = lines_allowed_next(cpu + 1))
 		count += lines_cpu_answers(&lines_cpus[cpu]);

@@ -63,7 +63,15 @@ struct lines_cpu {
 	uint64_t unreachable_last_ns;
 };
 
-extern struct lines_cpu lines_cpus[CPU_MAX_CPUS];
+/* Every CPU's entry, CPU_MAX_CPUS of them: NULL until lines_map. A megabyte
+ * that only a process calibrating lines writes, kept out of .bss, whose
+ * mapping every process start under the preload would pay for. */
+extern struct lines_cpu *lines_cpus;
+
+/* Maps lines_cpus (zeroed), once: the memory stays for the process's life
+ * and passes to its fork children. False where it cannot be mapped (errno
+ * as mmap left it); no line may be drawn then. */
+bool lines_map(void);
 
 /* Whether c's line answers readers: the thread could run there, its
  * calibration has not been dropped or withdrawn, and it has a line. */
@@ -71,7 +79,7 @@ bool lines_cpu_answers(const struct lines_cpu *c);
 /* Whether c's line of kind answers readers: c's monotonic line answers
  * (lines_cpu_answers), and its line of kind is drawn and not withdrawn. */
 bool lines_kind_answers(const struct lines_cpu *c, enum clock_lines kind);
-/* How many CPUs have a line that answers. */
+/* How many CPUs have a line that answers (none before lines_map). */
 unsigned lines_answering(void);
 /* The first CPU at or after cpu whose entry is allowed (lines_cpu_allow),
  * or CPU_MAX_CPUS. Only allowed entries have lines or state, and walks over

@@ -18,6 +18,9 @@ bool raw_lines_ready(void)
 {
 	unsigned answering = 0;
 
+	/* Never mapped (round_map): no line at all. */
+	if (lines_cpus == NULL)
+		return false;
 	for (uint32_t cpu = lines_allowed_next(0); cpu < CPU_MAX_CPUS;
 	     cpu = lines_allowed_next(cpu + 1)) {
 		const struct lines_cpu *c = &lines_cpus[cpu];

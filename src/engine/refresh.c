@@ -387,13 +387,25 @@ static void refresh_create_thread(void)
 				    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
 }
 
+/* The memory the thread's rounds write, mapped by the call that starts it
+ * (a process that never starts one maps none); where it cannot be, the
+ * state is OFF and libc answers, as where the thread cannot be created. */
+static bool refresh_map_memory(void)
+{
+	if (round_map())
+		return true;
+	debug_log("cannot map the refresh thread's memory; answering with libc");
+	refresh_set_state(REFRESH_OFF);
+	return false;
+}
+
 void refresh_start(void)
 {
 	if (!refresh_claim_start())
 		return;
 	/* A calibration service's page, looked for by the first call that
 	 * would start a thread, at the same gates: served, no thread. */
-	if (refresh_start_allowed() && !refresh_serve_wanted_page()) {
+	if (refresh_start_allowed() && !refresh_serve_wanted_page() && refresh_map_memory()) {
 		refresh_prepare_thread();
 		refresh_create_thread();
 	}

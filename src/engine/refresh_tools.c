@@ -38,7 +38,7 @@ bool refresh_calibrate_now(void)
 	verdict_probe_kernel_now();
 	placement_describe_machine();
 	memset(saved, 0, sizeof saved);
-	if (sched_getaffinity(0, sizeof saved, (cpu_set_t *)saved) != 0 ||
+	if (!round_map() || sched_getaffinity(0, sizeof saved, (cpu_set_t *)saved) != 0 ||
 	    refresh_prepare_verdict() != NULL || !placement_read_affinity())
 		return false;
 	began = libc_monotonic_ns();

@@ -8,6 +8,7 @@
 
 #include <sched.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "debug.h"
 #include "evidence.h"
@@ -21,8 +22,9 @@
 #include "table.h"
 
 /* One round's samples of each kind of line, taken before any line moves
- * (too large for the thread's stack on machines with thousands of CPUs). */
-static struct calib_sample round_samples[CLOCK_LINES_COUNT][CPU_MAX_CPUS];
+ * (too large for the thread's stack on machines with thousands of CPUs):
+ * CLOCK_LINES_COUNT rows, mapped by round_map, as lines_cpus is. */
+static struct calib_sample (*round_samples)[CPU_MAX_CPUS];
 /* The kernel's clock each kind of line follows. */
 static const clockid_t round_clocks[CLOCK_LINES_COUNT] = {
 	[CLOCK_LINES_MONOTONIC] = CLOCK_MONOTONIC,
@@ -31,6 +33,20 @@ static const clockid_t round_clocks[CLOCK_LINES_COUNT] = {
 /* Set while a round runs: a fork child of a round resets what it touched.
  * Every fork child reads it. */
 static bool round_in_progress START_DATA;
+
+bool round_map(void)
+{
+	void *memory;
+
+	if (round_samples == NULL) {
+		memory = mmap(NULL, CLOCK_LINES_COUNT * sizeof *round_samples,
+			      PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (memory == MAP_FAILED)
+			return false;
+		round_samples = memory;
+	}
+	return lines_map();
+}
 
 void round_after_fork(void)
 {

@@ -35,6 +35,13 @@ struct round_result {
 	uint64_t next_interval_ns; /* the next round is due this long after this one began */
 };
 
+/* Maps what rounds write, once: their samples and every CPU's lines
+ * (lines_map). Called where lines are first calibrated (the refresh
+ * thread's start, the tools' calibration): a process that never calibrates
+ * maps none of it. False where the memory cannot be mapped; no round may
+ * run then. */
+bool round_map(void);
+
 /* One pass over the CPUs a thread of the program runs on (the tools:
  * every online CPU), in the calling thread. The next round is due
  * scheduled_ns after it, or sooner where a line is paying back an error

@@ -80,7 +80,9 @@ void tool_info_report_calibrate(struct tool_info_report *report, uint32_t *cpus)
 		reason = "the lines did not pass their own checks against the kernel's clock";
 	report->unusable = reason;
 	report->cpus = cpus;
-	report->cpu_count = tool_info_report_cpus(cpus, verdict_unusable() == NULL);
+	/* No lines to show where the calibration could not map them. */
+	report->cpu_count =
+	    tool_info_report_cpus(cpus, verdict_unusable() == NULL && lines_cpus != NULL);
 }
 
 /* Keeps the cheaper of each measured cost in best. */
@@ -173,10 +175,13 @@ uint32_t tool_info_report_reference_cpu(const struct tool_info_report *report)
 void tool_info_report_cpu_row(const struct tool_info_report *report, uint32_t cpu, uint64_t now_ns,
 			      uint64_t tsc, struct tool_info_cpu_row *row)
 {
-	const struct lines_cpu *c = &lines_cpus[cpu];
-	const struct lines_cpu *reference = &lines_cpus[tool_info_report_reference_cpu(report)];
+	const struct lines_cpu *c, *reference;
 
 	memset(row, 0, sizeof *row);
+	if (lines_cpus == NULL)
+		return;
+	c = &lines_cpus[cpu];
+	reference = &lines_cpus[tool_info_report_reference_cpu(report)];
 	row->visited = report->calibrated && c->last_sample_mono_ns != 0;
 	row->has_line = report->calibrated && c->calib[CLOCK_LINES_MONOTONIC].line.mult != 0;
 	row->has_rate = row->visited && c->calib[CLOCK_LINES_MONOTONIC].slope_mult != 0;

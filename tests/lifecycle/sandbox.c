@@ -23,10 +23,19 @@
  *             prctl a filter that kills thread creation, then reads: the
  *             interposer looked for the page first, so the process is
  *             served under the filter (the page mapped, no thread); exits
- *             75 where it is not (the page was stale then: served.test) */
+ *             75 where it is not (the page was stale then: served.test)
+ *   nomap samples|lines  runs this program again (nomap-child) under a
+ *             filter set before its start that makes mmap refuse, with
+ *             ENOMEM, a private anonymous mapping the size of the refresh
+ *             thread's samples (its first mapping) or of its lines (its
+ *             second): its time calls get libc's answers, errno as the
+ *             program left it, and no thread starts; then under a filter
+ *             that refuses another size, where the thread starts */
 #include "config.h"
 
+#include "calib.h"
 #include "life.h"
+#include "lines.h"
 
 #include <errno.h>
 #include <linux/audit.h>
@@ -147,6 +156,114 @@ static void sandbox_read_for(unsigned ms)
 	life_sample_for(ms, &mono, &real);
 	life_judge("monotonic", &mono);
 	life_judge("realtime", &real);
+}
+
+/* The bytes the refresh thread's start maps (round_map): the round's
+ * samples first, then the lines (lines_map). */
+#define SANDBOX_SAMPLES_BYTES (CLOCK_LINES_COUNT * CPU_MAX_CPUS * sizeof(struct calib_sample))
+#define SANDBOX_LINES_BYTES   (CPU_MAX_CPUS * sizeof(struct lines_cpu))
+
+/* Runs this program again as nomap-child (refused: whether the filter
+ * refuses a mapping of mapped bytes, or of a page more) under a filter
+ * that makes mmap fail with ENOMEM for a private anonymous mapping of
+ * that many bytes, and allows every other call; returns its status. */
+static int sandbox_nomap_run(uint64_t mapped, bool refused)
+{
+	const uint64_t bytes = mapped + (refused ? 0 : 4096);
+	struct sock_filter code[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 0, 9),
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_mmap, 0, 7),
+		/* The length's low and high words (little-endian). */
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[1])),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (__u32)bytes, 0, 5),
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[1]) + 4),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (__u32)(bytes >> 32), 0, 3),
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[3])),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, MAP_PRIVATE | MAP_ANONYMOUS, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOMEM),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog prog = { .len = sizeof code / sizeof code[0], .filter = code };
+	pid_t child = fork();
+
+	if (child < 0)
+		life_fail("fork: %s", strerror(errno));
+	if (child == 0) {
+		char *args[] = { (char *)"sandbox", (char *)"nomap-child",
+				 (char *)(refused ? "refused" : "allowed"), NULL };
+
+		if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
+			life_fail("prctl(PR_SET_NO_NEW_PRIVS): %s", strerror(errno));
+		if (sandbox_raw_seccomp(SECCOMP_SET_MODE_FILTER, 0, &prog) != 0)
+			life_fail("installing the filter");
+		execv("/proc/self/exe", args);
+		life_fail("exec /proc/self/exe: %s", strerror(errno));
+	}
+	return life_wait_child(child, 30);
+}
+
+/* nomap-child: the first time call starts no thread where the lines'
+ * mapping is refused, keeps errno, and every call is answered by libc. */
+static void sandbox_nomap_child(const char *refused)
+{
+	struct timespec ts;
+	uint64_t before;
+	int rc;
+
+	if (strcmp(refused, "allowed") == 0) {
+		life_require_fast();
+		life_wait_refresh_thread();
+		life_say("nomap: the thread starts under a filter that refuses another size");
+		fflush(stdout);
+		_exit(0);
+	}
+	errno = EILSEQ;
+	rc = clock_gettime(CLOCK_MONOTONIC, &ts);
+	if (rc != 0 || errno != EILSEQ)
+		life_fail("nomap: the first clock_gettime gave %d, errno %s (libc: 0, errno kept)",
+			  rc, strerror(errno));
+	life_sleep_ms(100);
+	if (life_threads_named("fasttime") != 0) {
+		life_list_threads();
+		life_fail("nomap: a fasttime thread runs although its mapping was refused");
+	}
+	before = life_fallthrough();
+	for (int i = 0; i < 100; i++)
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+	if (life_fallthrough() - before != 100)
+		life_fail("nomap: %llu of 100 calls were passed to libc",
+			  (unsigned long long)(life_fallthrough() - before));
+	sandbox_read_for(100);
+	if (life_threads_named("fasttime") != 0)
+		life_fail("nomap: a fasttime thread started later");
+	life_say("nomap: the mapping refused, no thread, libc answers, errno kept");
+	fflush(stdout);
+	_exit(0);
+}
+
+/* nomap: the refused mapping (which: samples or lines), then the control
+ * with another size. */
+static void sandbox_nomap(const char *which)
+{
+	uint64_t mapped = strcmp(which, "lines") == 0 ? SANDBOX_LINES_BYTES : SANDBOX_SAMPLES_BYTES;
+	int status;
+
+	life_say("nomap: the %s' mapping (%llu bytes) refused", which, (unsigned long long)mapped);
+	status = sandbox_nomap_run(mapped, true);
+	if (WIFEXITED(status) && WEXITSTATUS(status) == LIFE_EXIT_SKIP)
+		exit(LIFE_EXIT_SKIP);
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+		life_fail("nomap: the child under the refusing filter ended with status %d",
+			  status);
+	status = sandbox_nomap_run(mapped, false);
+	if (WIFEXITED(status) && WEXITSTATUS(status) == LIFE_EXIT_SKIP)
+		exit(LIFE_EXIT_SKIP);
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+		life_fail("nomap: the child under the other filter ended with status %d", status);
+	life_say("nomap: PASS");
+	exit(0);
 }
 
 static void sandbox_child(const char *mode)
@@ -286,6 +403,9 @@ int main(int argc, char **argv)
 	int status;
 
 	life_begin("sandbox");
+	/* Under the filter its parent set (nomap). */
+	if (strcmp(mode, "nomap-child") == 0)
+		sandbox_nomap_child(argc > 2 ? argv[2] : "refused");
 	if (prctl(PR_GET_SECCOMP, 0, 0, 0, 0) != 0)
 		life_skip("already under a seccomp filter: the kernel's answer to the test's own "
 			  "would not be the test's");
@@ -295,6 +415,8 @@ int main(int argc, char **argv)
 		sandbox_exec(argv + 2);
 	if (strcmp(mode, "served") == 0)
 		sandbox_served();
+	if (strcmp(mode, "nomap") == 0)
+		sandbox_nomap(argc > 2 ? argv[2] : "samples");
 	if (strcmp(mode, "sshd") == 0) {
 		/* The parent's thread runs, and its lines are inherited. */
 		life_require_fast();

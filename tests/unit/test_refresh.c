@@ -38,6 +38,8 @@ static struct settings refresh_test_settings(bool disabled)
 static void refresh_test_setup(void)
 {
 	memset(&table_page.shared, 0, sizeof table_page.shared);
+	/* What the refresh thread's start maps before its first round. */
+	ck_assert(round_map());
 }
 
 static void refresh_test_teardown(void)
@@ -165,7 +167,7 @@ START_TEST(test_refresh_wakes_for_first_line)
 	const uint64_t due = anchor_ns + 300000000 + 30000000;
 	struct lines_cpu *c = &lines_cpus[3];
 
-	memset(lines_cpus, 0, sizeof lines_cpus);
+	memset(lines_cpus, 0, CPU_MAX_CPUS * sizeof *lines_cpus);
 	ck_assert_uint_eq(round_next_deadline(scheduled), scheduled);
 	lines_cpu_allow(3);
 	c->calib[CLOCK_LINES_MONOTONIC].has_anchor = true;
@@ -181,7 +183,7 @@ START_TEST(test_refresh_wakes_for_first_line)
 	lines_cpu_allow(3);
 	c->calib[CLOCK_LINES_MONOTONIC].line.mult = 1ull << 63;
 	ck_assert_uint_eq(round_next_deadline(scheduled), scheduled);
-	memset(lines_cpus, 0, sizeof lines_cpus);
+	memset(lines_cpus, 0, CPU_MAX_CPUS * sizeof *lines_cpus);
 }
 END_TEST
 
@@ -193,7 +195,7 @@ START_TEST(test_refresh_window_walks_every_line)
 {
 	const uint32_t last = CPU_MAX_CPUS - 1;
 
-	memset(lines_cpus, 0, sizeof lines_cpus);
+	memset(lines_cpus, 0, CPU_MAX_CPUS * sizeof *lines_cpus);
 	ck_assert_uint_eq(lines_window(0, 0, NULL, 0), WATCH_VALID_NS);
 	lines_cpu_allow(last);
 	lines_cpus[last].calib[CLOCK_LINES_MONOTONIC].line.mult = 1ull << 63;
@@ -201,7 +203,7 @@ START_TEST(test_refresh_window_walks_every_line)
 	ck_assert_uint_eq(lines_window(0, 0, NULL, 0), 0);
 	lines_cpu_leaves(last);
 	ck_assert_uint_eq(lines_window(0, 0, NULL, 0), WATCH_VALID_NS);
-	memset(lines_cpus, 0, sizeof lines_cpus);
+	memset(lines_cpus, 0, CPU_MAX_CPUS * sizeof *lines_cpus);
 	memset(&table_page.shared, 0, sizeof table_page.shared);
 }
 END_TEST
@@ -230,7 +232,7 @@ START_TEST(test_refresh_walks_read_allowed_entries_only)
 	const uint32_t far = CPU_MAX_CPUS / 2;
 	unsigned long visit[PLACEMENT_MASK_WORDS] = { 0 };
 
-	memset(lines_cpus, 0, sizeof lines_cpus);
+	memset(lines_cpus, 0, CPU_MAX_CPUS * sizeof *lines_cpus);
 	lines_cpu_allow(0);
 	lines_cpu_allow(1);
 	lines_cpu_allow(far);
@@ -252,7 +254,7 @@ START_TEST(test_refresh_walks_read_allowed_entries_only)
 	ck_assert(!lines_cpus[far].allowed);
 	refresh_test_protect_between(1, far, false);
 	refresh_test_protect_between(far, CPU_MAX_CPUS - 1, false);
-	memset(lines_cpus, 0, sizeof lines_cpus);
+	memset(lines_cpus, 0, CPU_MAX_CPUS * sizeof *lines_cpus);
 	memset(&table_page.shared, 0, sizeof table_page.shared);
 }
 END_TEST
@@ -267,7 +269,7 @@ START_TEST(test_refresh_wakes_when_skip_ends)
 	const uint64_t scheduled = now + 5000000000ull, skip_end = now + 1000000000ull;
 	struct lines_cpu *c = &lines_cpus[2];
 
-	memset(lines_cpus, 0, sizeof lines_cpus);
+	memset(lines_cpus, 0, CPU_MAX_CPUS * sizeof *lines_cpus);
 	lines_cpu_allow(2);
 	c->withdrawn[CLOCK_LINES_MONOTONIC] = true;
 	c->calib[CLOCK_LINES_MONOTONIC].line.mult = 1ull << 63;
@@ -283,7 +285,7 @@ START_TEST(test_refresh_wakes_when_skip_ends)
 	c->unreachable_until_ns = skip_end;
 	c->unreachable_backoff_ns = 0;
 	ck_assert_uint_eq(round_next_deadline(scheduled), scheduled);
-	memset(lines_cpus, 0, sizeof lines_cpus);
+	memset(lines_cpus, 0, CPU_MAX_CPUS * sizeof *lines_cpus);
 }
 END_TEST
 
@@ -299,7 +301,7 @@ START_TEST(test_refresh_skips_grow_while_taken)
 	const struct lines_cpu *c = &lines_cpus[cpu];
 	uint64_t t = t0, expected = LINES_UNREACHABLE_FIRST_NS;
 
-	memset(lines_cpus, 0, sizeof lines_cpus);
+	memset(lines_cpus, 0, CPU_MAX_CPUS * sizeof *lines_cpus);
 	ck_assert_uint_eq(lines_cpu_note_visit(cpu, true, t), 0);
 	for (unsigned i = 0; i < 7; i++) {
 		uint64_t skip = lines_cpu_note_visit(cpu, false, t);
@@ -322,7 +324,7 @@ START_TEST(test_refresh_skips_grow_while_taken)
 	t = c->unreachable_last_ns + LINES_UNREACHABLE_FORGET_NS + 1;
 	ck_assert_uint_eq(lines_cpu_note_visit(cpu, true, t), 0);
 	ck_assert_uint_eq(lines_cpu_note_visit(cpu, false, t + s), LINES_UNREACHABLE_FIRST_NS);
-	memset(lines_cpus, 0, sizeof lines_cpus);
+	memset(lines_cpus, 0, CPU_MAX_CPUS * sizeof *lines_cpus);
 }
 END_TEST
 
@@ -352,7 +354,7 @@ START_TEST(test_refresh_drop_after_15_s)
 	ck_assert(c->dropped);
 	ck_assert_uint_eq(table_page.records[cpu].mult, 0);
 	ck_assert_uint_eq(table_page.records[cpu].offset, 0);
-	memset(lines_cpus, 0, sizeof lines_cpus);
+	memset(lines_cpus, 0, CPU_MAX_CPUS * sizeof *lines_cpus);
 }
 END_TEST
 
