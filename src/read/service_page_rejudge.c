@@ -3,12 +3,13 @@
  * (service_page_judge.c), so the reader judges it as it judges its own
  * lines. The process's reads from the TSC are bounded by a deadline in
  * ticks (wiped.h: the kernel zeroes it in a fork child), which the fast
- * read compares with the counter; past it, the careful read asks here. At most once a
- * SERVICE_PAGE_REJUDGE_NS for the whole process, the page's validity, its
- * lines' slopes and its lines and offsets against the kernel's clocks are
- * judged again; where they disagree, the process's reads go to libc until
- * the page agrees again, and a page that keeps disagreeing is left
- * (service_page_condemned, for preload.c). */
+ * read compares with the counter; past it, the careful read asks here.
+ * At most once a SERVICE_PAGE_REJUDGE_NS for the whole process, the
+ * page's validity, its lines' slopes and its lines and offsets against
+ * the kernel's clocks are judged again; where they disagree, the
+ * process's reads go to libc until the page agrees again, and a page
+ * that keeps disagreeing is left (service_page_condemned, for
+ * preload.c). */
 #include "config.h"
 
 #include "service_page.h"
@@ -26,8 +27,9 @@
 
 /* Until when (TSC ticks) the page was last found right; 0 while it
  * disagrees. Unlike the fast read's deadline, a fork child keeps it: it
- * answers by it once its time namespace is checked. What a served start writes (the page's
- * acceptance, service_page_rejudge_reset) is kept with the start's data (start_data.h). */
+ * answers by it once its time namespace is checked. What a served start
+ * writes (the page's acceptance, service_page_rejudge_reset) is kept with
+ * the start's data (start_data.h). */
 static uint64_t service_page_judged_until_tsc START_DATA;
 /* The first and the last judgement of the present disagreement (0:
  * none), how many judgements have disagreed since, and why the last one
