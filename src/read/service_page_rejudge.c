@@ -211,7 +211,7 @@ bool service_page_rejudge(uint64_t tsc)
 	uint64_t until;
 	bool right;
 
-	if (!__atomic_load_n(&table_read_only, __ATOMIC_SEQ_CST)) {
+	if (!__atomic_load_n(&table_read_only, __ATOMIC_SEQ_CST) || rate == 0) {
 		/* The process's own lines: nothing to judge again. Unless a
 		 * page was mapped over them meanwhile, whose acceptance set a
 		 * deadline after the table became read-only (both in one
@@ -221,11 +221,6 @@ bool service_page_rejudge(uint64_t tsc)
 			__atomic_store_n(&wiped.words.judged_until_tsc, 0, __ATOMIC_SEQ_CST);
 		return true;
 	}
-	/* A page being mapped over the table, not yet accepted here (or in
-	 * a fork child made meanwhile by another thread, which no handler
-	 * told whether it was): libc answers. */
-	if (rate == 0)
-		return false;
 	/* A fork child's first judgement looks at its time namespace. */
 	if (!refresh_served_under_filter() && !service_page_time_namespace_checked())
 		return false;
