@@ -209,15 +209,16 @@ bool service_page_rejudge(uint64_t tsc)
 {
 	uint64_t rate = __atomic_load_n(&service_page_rate, __ATOMIC_RELAXED);
 	uint64_t until;
-	bool right;
+	bool read_only, right;
 
-	if (!__atomic_load_n(&table_read_only, __ATOMIC_SEQ_CST) || rate == 0) {
+	read_only = __atomic_load_n(&table_read_only, __ATOMIC_SEQ_CST);
+	if (!read_only || rate == 0) {
 		/* The process's own lines: nothing to judge again. Unless a
 		 * page was mapped over them meanwhile, whose acceptance set a
 		 * deadline after the table became read-only (both in one
 		 * order with these: service_page_rejudge_reset). */
 		__atomic_store_n(&wiped.words.judged_until_tsc, UINT64_MAX, __ATOMIC_SEQ_CST);
-		if (__atomic_load_n(&table_read_only, __ATOMIC_SEQ_CST))
+		if (!read_only && __atomic_load_n(&table_read_only, __ATOMIC_SEQ_CST))
 			__atomic_store_n(&wiped.words.judged_until_tsc, 0, __ATOMIC_SEQ_CST);
 		return true;
 	}
