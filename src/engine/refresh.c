@@ -557,7 +557,7 @@ static bool refresh_after_fork_served(int state)
 	 * then (its path is set only once it is); else, unsure whether the
 	 * mapping was made, this child writes nothing and answers with libc. */
 	if (state != REFRESH_SERVED && __atomic_load_n(&table_read_only, __ATOMIC_ACQUIRE)) {
-		service_page_after_fork_in_child(false);
+		service_page_after_fork_in_child();
 		if (service_page_served() != NULL) {
 			signal_guard_set_pass_through(true);
 			refresh_set_state(REFRESH_SERVED);
@@ -567,7 +567,7 @@ static bool refresh_after_fork_served(int state)
 		return true;
 	}
 	if (state == REFRESH_SERVED) {
-		service_page_after_fork_in_child(refresh.served_under_filter);
+		service_page_after_fork_in_child();
 		return true;
 	}
 	return false;

@@ -119,7 +119,8 @@ void refresh_after_fork_in_child(void);
 /* Has libc run refresh_after_fork_in_child in every fork child from now
  * on; once, and only in a process whose constructor asked for it
  * (refresh_watch_forks_of_this_process). Called by whatever first leaves a
- * child something to reset: a thread start, a page that serves, a new
+ * child something to reset: a thread start, a page that serves where the
+ * kernel cannot wipe the words a child must find zero (wiped.h), a new
  * time namespace for children. A process that never reads the clock then
  * pays no registration, and its fork children run nothing of ours. */
 void refresh_watch_forks(void);

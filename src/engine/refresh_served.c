@@ -21,6 +21,7 @@
 #include "service_page.h"
 #include "signal_guard.h"
 #include "start_data.h"
+#include "wiped.h"
 #include "table.h"
 #include "verdict.h"
 
@@ -71,11 +72,15 @@ bool refresh_serve_wanted_page(void)
 	if (!__atomic_load_n(&refresh_page_wanted.pending, __ATOMIC_RELAXED))
 		return false;
 	__atomic_store_n(&refresh_page_wanted.pending, false, __ATOMIC_RELAXED);
-	/* Before the mapping: a child forked while it is made finds the
-	 * table read-only, and is served where the page was mapped by then
-	 * (refresh_after_fork_in_child). A thread started instead needs it
-	 * too. */
-	refresh_watch_forks();
+	/* Before the mapping: a fork child finds the words it must see zero
+	 * zeroed by the kernel (wiped.h), and runs nothing of ours; where the
+	 * kernel cannot, by the fork handler, registered here. A thread
+	 * started instead registers it (refresh_prepare_thread). A child
+	 * forked by another thread while the page is mapped stays STARTING,
+	 * with no start of its own: it answers from the page, judged, where
+	 * the mapping was made, else with libc. */
+	if (!wiped_arm())
+		refresh_watch_forks();
 	if (!service_page_find(&refresh_page_wanted.settings, refresh_page_wanted.rseq_registered,
 			       true, NULL, &look))
 		return false;

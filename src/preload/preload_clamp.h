@@ -58,10 +58,10 @@ void preload_clamp_after_libc_now(uint64_t owed_ns);
  * would otherwise give this thread an earlier answer than libc's just
  * before, and CLOCK_BOOTTIME, like the kernel's, must never go back. One
  * call of libc's CLOCK_MONOTONIC; none, and no call at all, while the
- * thread's next answer from the TSC can only come from a careful read (its
- * table to be judged: the lines lapsed under it, or it never had an
- * answer; the fast read gives up then): the floor is owed, and raised by
- * the careful read's caller first (preload_clamp_settle). A program that
+ * process's table is to be judged (the lines lapsed under it, or it was
+ * never judged): the floor is owed, this thread's fast reads are turned
+ * off until its next careful read, and its caller raises the floor first
+ * (preload_clamp_settle). A program that
  * reads a settable clock in a loop over stale lines then pays libc's call
  * alone. A clock set before the offset's own length owes nothing beyond
  * now. */
@@ -69,10 +69,16 @@ static inline void preload_clamp_after_libc(enum clock_offset_kind kind, uint64_
 {
 	uint64_t offset = clock_offset(kind);
 
-	if (clock_thread.judged_until_tsc != 0)
+	if (wiped_judged_until() != 0) {
 		preload_clamp_after_libc_now(answer_ns - offset);
-	else if (answer_ns > offset && answer_ns - offset > preload_clamp_owed_ns)
+		return;
+	}
+	if (answer_ns > offset && answer_ns - offset > preload_clamp_owed_ns)
 		preload_clamp_owed_ns = answer_ns - offset;
+	/* The deadline is the process's: another thread's judgement may set
+	 * it before this thread's next call, whose fast read must not answer
+	 * before the floor is raised. */
+	clock_thread_fast_reads_off();
 }
 
 /* Raises the floor to what is owed (preload_clamp_after_libc's raise, with

@@ -40,12 +40,13 @@ static bool clock_careful_finish(enum clock_lines lines, uint64_t tsc, struct ca
 
 	if (tsc - valid_from > valid_ticks) {
 		/* A page that was stale is judged again before it answers:
-		 * after a counter reset, this thread's deadline is far ahead. */
-		clock_thread.judged_until_tsc = 0;
+		 * after a counter reset, the process's deadline is far ahead. */
+		if (wiped_judged_until() != 0)
+			__atomic_store_n(&wiped.words.judged_until_tsc, 0, __ATOMIC_RELAXED);
 		clock_careful_lapsed(tsc, valid_from, valid_ticks);
 		return false;
 	}
-	if (line.mult == 0 || (tsc >= clock_thread.judged_until_tsc && !service_page_rejudge(tsc)))
+	if (line.mult == 0 || (tsc >= wiped_judged_until() && !service_page_rejudge(tsc)))
 		return false;
 	ns = clock_mulhi(tsc, line.mult) + line.offset;
 	if (ns < *last)

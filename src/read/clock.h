@@ -19,6 +19,7 @@
 #include "cpu.h"
 #include "table.h"
 #include "timespec_ns.h"
+#include "wiped.h"
 
 #define CLOCK_NS_PER_SEC TIMESPEC_NS_PER_SEC
 
@@ -45,10 +46,6 @@ struct clock_second {
 struct clock_thread_state {
 	uint64_t last_mono_ns; /* the monotonic clamp */
 	uint32_t last_cpu;     /* whose line to load before the TSC read */
-	/* The counter reading from which this thread's table must be judged
-	 * again before it answers (service_page_rejudge): 0 at first,
-	 * UINT64_MAX where the table is the process's own. */
-	uint64_t judged_until_tsc;
 	/* The second each clock last answered in, by its offset kind. */
 	struct clock_second seconds[CLOCK_OFFSET_COUNT];
 	/* CLOCK_MONOTONIC_RAW's clamp and second: its lines are its own. */
@@ -100,7 +97,7 @@ CLOCK_FAST bool clock_fast_finish(enum clock_lines lines, uint64_t tsc, struct c
 
 	if (__builtin_expect(tsc - valid_from > valid_ticks, 0))
 		return false;
-	if (__builtin_expect(tsc >= clock_thread.judged_until_tsc, 0))
+	if (__builtin_expect(wiped_judged_past(tsc), 0))
 		return false;
 	ns = clock_mulhi(tsc, line.mult) + line.offset;
 	if (__builtin_expect(ns <= *last - 1, 0))
@@ -330,6 +327,15 @@ CLOCK_FAST bool clock_fast_seconds(uint32_t flags, time_t *sec_out)
 		return false;
 	*sec_out = (time_t)sec;
 	return true;
+}
+
+/* Until this thread's next careful read, which refills them, its fast
+ * reads of CLOCK_MONOTONIC and of the clocks offset from it give up: a
+ * cached second of -1 matches no reading. Word stores, no call. */
+static inline void clock_thread_fast_reads_off(void)
+{
+	for (unsigned kind = 0; kind < CLOCK_OFFSET_COUNT; kind++)
+		clock_thread.seconds[kind].sec = -1;
 }
 
 /* The CPU a thread's guess is parked on while its lines are lapsed: on any

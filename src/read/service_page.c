@@ -50,16 +50,13 @@ static ino_t service_page_served_inode START_DATA;
 static uint64_t service_page_served_time_ns_device START_DATA;
 static uint64_t service_page_served_time_ns_inode START_DATA;
 static struct service_page_expect service_page_served_expect START_DATA;
-/* The process (its id) found in that time namespace: the attaching one, or
- * a fork child once its first time call has looked
- * (service_page_time_namespace_checked); a fork child inherits its
- * parent's id, and so is not, until then. Whether a process was found in
- * another, and whether a look is under way (taken, never waited for). */
-static pid_t service_page_time_ns_pid START_DATA;
+/* The process (its id) found in that time namespace is in
+ * wiped.words.time_ns_pid: the attaching one, or a fork child once its
+ * first time call has looked (service_page_time_namespace_checked); a
+ * fork child finds it zero (wiped.h), and a look under way
+ * (wiped.words.time_ns_checking, taken, never waited for) nobody's.
+ * Whether a process was found in another namespace: */
 static bool service_page_time_ns_foreign START_DATA;
-/* Read by every served fork child (service_page_after_fork_in_child): in
- * .bss, a page its parent never touched, the read was a fault of its own. */
-static bool service_page_time_ns_checking START_DATA;
 /* When the next look may be, in TSC ticks. */
 static uint64_t service_page_next_look_tsc;
 /* A page refused at start for being stale, which the refresh thread looks
@@ -68,11 +65,10 @@ static uint64_t service_page_next_look_tsc;
  * then by the refresh thread alone. */
 static char service_page_awaited_path[PATH_MAX];
 static struct service_page_expect service_page_awaited_expect;
-/* Taken, never waited for, by whoever changes what is mapped over the
- * table once the process runs (a look again, a leave): another caller
- * (a thread beside it, a signal handler) finds it taken and goes on. With
- * the start's data, as every served fork child reads it. */
-static bool service_page_remapping START_DATA;
+/* Whoever changes what is mapped over the table once the process runs (a
+ * look again, a leave) takes wiped.words.remapping, never waited for:
+ * another caller (a thread beside it, a signal handler) finds it taken
+ * and goes on. A fork child finds it zero (wiped.h). */
 
 /* The file's status by a raw system call: open, fstat and close are
  * cancellation points in libc, and a served reader's look at its page runs
@@ -204,6 +200,11 @@ static const char *service_page_attach(const struct table_page *view, const stru
 
 	if (length >= sizeof service_page_served_long)
 		return "a path too long";
+	/* Before the mapping: a fork child made from now on, by any means,
+	 * finds the fast read's deadline and the flags zero (wiped.h). Where
+	 * the kernel cannot, the fork handler zeroes them (the start that
+	 * found this page registered it: refresh_serve_wanted_page). */
+	wiped_arm();
 	/* Before the mapping: from now on no writer may touch the table; a
 	 * reader that was writing it (a table of our own, its thread running)
 	 * has gone before the page comes. */
@@ -237,8 +238,8 @@ static const char *service_page_attach(const struct table_page *view, const stru
 	/* Judged for this process's namespace (a look again comes only once
 	 * a fork child has checked its own: service_page_look_again). */
 	__atomic_store_n(&service_page_time_ns_foreign, false, __ATOMIC_RELAXED);
-	__atomic_store_n(&service_page_time_ns_pid,
-			 (pid_t)raw_syscall(SYS_getpid, 0, 0, 0, 0, 0, 0), __ATOMIC_RELEASE);
+	__atomic_store_n(&wiped.words.time_ns_pid, (pid_t)raw_syscall(SYS_getpid, 0, 0, 0, 0, 0, 0),
+			 __ATOMIC_RELEASE);
 	return NULL;
 }
 
@@ -390,7 +391,7 @@ bool service_page_leave(bool only_if_abandoned)
 	/* One caller maps the table back; another (a thread beside it, a
 	 * signal handler) finds it done or being done, and leaves it be. */
 	if (!__atomic_load_n(&table_read_only, __ATOMIC_ACQUIRE) ||
-	    __atomic_exchange_n(&service_page_remapping, true, __ATOMIC_ACQ_REL))
+	    __atomic_exchange_n(&wiped.words.remapping, true, __ATOMIC_ACQ_REL))
 		return false;
 	/* Under the flag, again: a look may have put a new page in place
 	 * between the caller's judgement and now. */
@@ -398,12 +399,12 @@ bool service_page_leave(bool only_if_abandoned)
 	    (only_if_abandoned && !service_page_abandoned()) ||
 	    mmap(&table_page, SERVICE_PAGE_SIZE, PROT_READ | PROT_WRITE,
 		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) == MAP_FAILED) {
-		__atomic_store_n(&service_page_remapping, false, __ATOMIC_RELEASE);
+		__atomic_store_n(&wiped.words.remapping, false, __ATOMIC_RELEASE);
 		return false;
 	}
 	service_page_served_path[0] = '\0';
 	__atomic_store_n(&table_read_only, false, __ATOMIC_RELEASE);
-	__atomic_store_n(&service_page_remapping, false, __ATOMIC_RELEASE);
+	__atomic_store_n(&wiped.words.remapping, false, __ATOMIC_RELEASE);
 	return true;
 }
 
@@ -470,7 +471,7 @@ bool service_page_look_again(void)
 	struct stat st;
 	bool served = false;
 
-	if (__atomic_exchange_n(&service_page_remapping, true, __ATOMIC_ACQ_REL))
+	if (__atomic_exchange_n(&wiped.words.remapping, true, __ATOMIC_ACQ_REL))
 		return false;
 	/* Under the flag: a leave may have come between. */
 	if (__atomic_load_n(&table_read_only, __ATOMIC_ACQUIRE) &&
@@ -485,7 +486,7 @@ bool service_page_look_again(void)
 			debug_log("not served by the page %s: %s", service_page_served_path,
 				  look.refused);
 	}
-	__atomic_store_n(&service_page_remapping, false, __ATOMIC_RELEASE);
+	__atomic_store_n(&wiped.words.remapping, false, __ATOMIC_RELEASE);
 	return served;
 }
 
@@ -521,7 +522,7 @@ bool service_page_take_up(void)
 	bool served = false;
 
 	if (!service_page_awaited() ||
-	    __atomic_exchange_n(&service_page_remapping, true, __ATOMIC_ACQ_REL))
+	    __atomic_exchange_n(&wiped.words.remapping, true, __ATOMIC_ACQ_REL))
 		return false;
 	service_page_look_at(service_page_awaited_path, &service_page_awaited_expect, true, &look);
 	served = look.refused == NULL;
@@ -529,30 +530,19 @@ bool service_page_take_up(void)
 		service_page_awaited_path[0] = '\0';
 	else
 		debug_log("not served by the page %s: %s", service_page_awaited_path, look.refused);
-	__atomic_store_n(&service_page_remapping, false, __ATOMIC_RELEASE);
+	__atomic_store_n(&wiped.words.remapping, false, __ATOMIC_RELEASE);
 	return served;
 }
 
-void service_page_after_fork_in_child(bool under_filter)
+void service_page_after_fork_in_child(void)
 {
-	/* A look or a leave in another thread of the parent (or in this one,
-	 * under a handler) happened whole or not at all for the child's
-	 * mapping: the flag it held is nobody's here. */
-	if (__atomic_load_n(&service_page_remapping, __ATOMIC_RELAXED))
-		__atomic_store_n(&service_page_remapping, false, __ATOMIC_RELEASE);
-	if (__atomic_load_n(&service_page_time_ns_checking, __ATOMIC_RELAXED))
-		__atomic_store_n(&service_page_time_ns_checking, false, __ATOMIC_RELEASE);
-	service_page_rejudge_after_fork_in_child();
-	/* A child in a new pid namespace may have its parent's id there.
-	 * Under a filter no system call is made, and no namespace checked. */
-	if (!under_filter && (pid_t)raw_syscall(SYS_getpid, 0, 0, 0, 0, 0, 0) ==
-				 __atomic_load_n(&service_page_time_ns_pid, __ATOMIC_RELAXED))
-		__atomic_store_n(&service_page_time_ns_pid, 0, __ATOMIC_RELEASE);
-	/* The forking thread's reads from the page go the careful way until
-	 * the child's time namespace is checked (the thread's TLS sits by
-	 * the thread's control block, which libc's fork writes anyway); any
-	 * thread the child starts begins with a deadline of 0. */
-	clock_thread.judged_until_tsc = 0;
+	/* A look, a leave or a judgement in another thread of the parent (or
+	 * in this one, under a handler) happened whole or not at all for the
+	 * child's mapping: the flag it held is nobody's here; the child's
+	 * reads from the page are judged, its time namespace first. Where the
+	 * kernel wiped the page, nothing is left to do, and nothing written. */
+	if (!__atomic_load_n(&wiped_armed, __ATOMIC_RELAXED))
+		wiped_zero();
 }
 
 /* Whether this process is in the time namespace the serving page's header
@@ -575,16 +565,16 @@ bool service_page_time_namespace_checked(void)
 	if (__atomic_load_n(&service_page_time_ns_foreign, __ATOMIC_ACQUIRE))
 		return false;
 	pid = (pid_t)raw_syscall(SYS_getpid, 0, 0, 0, 0, 0, 0);
-	if (pid == __atomic_load_n(&service_page_time_ns_pid, __ATOMIC_ACQUIRE))
+	if (pid == __atomic_load_n(&wiped.words.time_ns_pid, __ATOMIC_ACQUIRE))
 		return true;
-	if (__atomic_exchange_n(&service_page_time_ns_checking, true, __ATOMIC_ACQ_REL))
+	if (__atomic_exchange_n(&wiped.words.time_ns_checking, true, __ATOMIC_ACQ_REL))
 		return false;
 	same = service_page_same_time_namespace();
 	if (same)
-		__atomic_store_n(&service_page_time_ns_pid, pid, __ATOMIC_RELEASE);
+		__atomic_store_n(&wiped.words.time_ns_pid, pid, __ATOMIC_RELEASE);
 	else
 		__atomic_store_n(&service_page_time_ns_foreign, true, __ATOMIC_RELEASE);
-	__atomic_store_n(&service_page_time_ns_checking, false, __ATOMIC_RELEASE);
+	__atomic_store_n(&wiped.words.time_ns_checking, false, __ATOMIC_RELEASE);
 	return same;
 }
 

@@ -242,7 +242,7 @@ bool service_page_take_up(void);
 extern __attribute__((visibility("hidden"))) uint64_t service_page_rate;
 
 /* For the careful read, once this thread's reads from the TSC have reached
- * clock_thread.judged_until_tsc (tsc): true when the table may answer,
+ * the process's deadline (wiped.h) at tsc: true when the table may answer,
  * with the deadline moved on. A process's own table always may; a served
  * process's page is judged again (at most every SERVICE_PAGE_REJUDGE_NS
  * for the process, through libc's clocks, no lock, no allocation): its
@@ -253,8 +253,6 @@ bool service_page_rejudge(uint64_t tsc);
 /* A page mapped over the table was judged right at tsc (its acceptance),
  * at the TSC's rate rate. */
 void service_page_rejudge_reset(uint64_t tsc, uint64_t rate);
-/* In a fork child: a judgement the parent had in progress is nobody's. */
-void service_page_rejudge_after_fork_in_child(void);
 /* Why the page that serves this process is to be left (it has disagreed
  * with the kernel's clocks for SERVICE_PAGE_DOUBT_NS), or NULL. Loads and
  * a TSC read. */
@@ -263,11 +261,12 @@ const char *service_page_condemned(void);
 /* The path of the page that serves this process, or NULL. */
 const char *service_page_served(void);
 
-/* In a fork child: a look or a leave the parent had in progress is
- * nobody's in the child, and the calling thread's next read from the page
- * is judged (its time namespace first, unless under_filter, a seccomp filter
- * of the program's: service_page_time_namespace_checked). */
-void service_page_after_fork_in_child(bool under_filter);
+/* In a fork child: a look, a leave or a judgement the parent had in
+ * progress is nobody's in the child, and its next read from the page is
+ * judged, its time namespace first (service_page_time_namespace_checked,
+ * unless under a seccomp filter of the program's). Nothing to do where
+ * the kernel wiped the words (wiped.h). */
+void service_page_after_fork_in_child(void);
 
 /* The service's side. */
 struct service_page_writer {

@@ -1,14 +1,15 @@
 /* A served reader judging its page again, as long as it is served: a
  * page's owner can rewrite it at any time after the reader accepted it
  * (service_page_judge.c), so the reader judges it as it judges its own
- * lines. Each thread's reads from the TSC are bounded by a deadline in
- * ticks (clock_thread.judged_until_tsc), which the fast read compares
- * with the counter; past it, the careful read asks here. At most once a
- * SERVICE_PAGE_REJUDGE_NS for the whole process, the page's validity, its
- * lines' slopes and its lines and offsets against the kernel's clocks are
- * judged again; where they disagree, the process's reads go to libc until
- * the page agrees again, and a page that keeps disagreeing is left
- * (service_page_condemned, for preload.c). */
+ * lines. The process's reads from the TSC are bounded by a deadline in
+ * ticks (wiped.h: the kernel zeroes it in a fork child), which the fast
+ * read compares with the counter; past it, the careful read asks here.
+ * At most once a SERVICE_PAGE_REJUDGE_NS for the whole process, the
+ * page's validity, its lines' slopes and its lines and offsets against
+ * the kernel's clocks are judged again; where they disagree, the
+ * process's reads go to libc until the page agrees again, and a page
+ * that keeps disagreeing is left (service_page_condemned, for
+ * preload.c). */
 #include "config.h"
 
 #include "service_page.h"
@@ -24,9 +25,11 @@
 #include "refresh.h"
 #include "start_data.h"
 
-/* Until when (TSC ticks) the page was last found right, for every thread;
- * 0 while it disagrees. What a served start writes (the page's acceptance,
- * service_page_rejudge_reset) is kept with the start's data (start_data.h). */
+/* Until when (TSC ticks) the page was last found right; 0 while it
+ * disagrees. Unlike the fast read's deadline, a fork child keeps it: it
+ * answers by it once its time namespace is checked. What a served start
+ * writes (the page's acceptance, service_page_rejudge_reset) is kept with
+ * the start's data (start_data.h). */
 static uint64_t service_page_judged_until_tsc START_DATA;
 /* The first and the last judgement of the present disagreement (0:
  * none), how many judgements have disagreed since, and why the last one
@@ -37,9 +40,9 @@ static uint32_t service_page_doubts START_DATA;
 static const char *service_page_doubt_why;
 /* The earliest the page is judged again while it disagrees. */
 static uint64_t service_page_next_judge_tsc;
-/* Taken, never waited for, by the one judging: any other caller answers
- * with libc this time. */
-static bool service_page_judging START_DATA;
+/* Who judges takes wiped.words.judging, never waited for: any other
+ * caller answers with libc this time. A judgement in progress in a fork's
+ * parent is nobody's in the child, which finds the word zero (wiped.h). */
 
 /* The kernel's clock id as libc answers the process (the vDSO, or what
  * is preloaded beneath the library). 0 when it fails. */
@@ -158,7 +161,7 @@ static const char *service_page_rejudge_now(uint64_t rate)
 	return service_page_rejudge_by(rate, service_page_rejudge_libc_ns);
 }
 
-/* The judgement, by the one caller that holds service_page_judging. A
+/* The judgement, by the one caller that holds wiped.words.judging. A
  * page that disagreed answers again only once it has agreed at every
  * judgement for SERVICE_PAGE_DOUBT_NS: a forger that leaves the service's
  * values in place now and then never wins back the fast path. */
@@ -184,7 +187,7 @@ static bool service_page_rejudge_held(uint64_t tsc, uint64_t rate)
 		__atomic_store_n(&service_page_doubted_since_tsc, 0, __ATOMIC_RELAXED);
 		__atomic_store_n(&service_page_doubts, 0, __ATOMIC_RELAXED);
 		__atomic_store_n(&service_page_judged_until_tsc, tsc + period, __ATOMIC_RELEASE);
-		clock_thread.judged_until_tsc = tsc + period;
+		__atomic_store_n(&wiped.words.judged_until_tsc, tsc + period, __ATOMIC_RELAXED);
 		return true;
 	}
 	if (since == 0) {
@@ -206,11 +209,17 @@ bool service_page_rejudge(uint64_t tsc)
 {
 	uint64_t rate = __atomic_load_n(&service_page_rate, __ATOMIC_RELAXED);
 	uint64_t until;
-	bool right;
+	bool read_only, right;
 
-	if (!__atomic_load_n(&table_read_only, __ATOMIC_ACQUIRE) || rate == 0) {
-		/* The process's own lines: nothing to judge again. */
-		clock_thread.judged_until_tsc = UINT64_MAX;
+	read_only = __atomic_load_n(&table_read_only, __ATOMIC_SEQ_CST);
+	if (!read_only || rate == 0) {
+		/* The process's own lines: nothing to judge again. Unless a
+		 * page was mapped over them meanwhile, whose acceptance set a
+		 * deadline after the table became read-only (both in one
+		 * order with these: service_page_rejudge_reset). */
+		__atomic_store_n(&wiped.words.judged_until_tsc, UINT64_MAX, __ATOMIC_SEQ_CST);
+		if (!read_only && __atomic_load_n(&table_read_only, __ATOMIC_SEQ_CST))
+			__atomic_store_n(&wiped.words.judged_until_tsc, 0, __ATOMIC_SEQ_CST);
 		return true;
 	}
 	/* A fork child's first judgement looks at its time namespace. */
@@ -219,13 +228,13 @@ bool service_page_rejudge(uint64_t tsc)
 	until = __atomic_load_n(&service_page_judged_until_tsc, __ATOMIC_ACQUIRE);
 	if ((int64_t)(until - tsc) > 0 &&
 	    until - tsc <= calib_line_ticks_for_ns(rate, SERVICE_PAGE_REJUDGE_NS)) {
-		clock_thread.judged_until_tsc = until;
+		__atomic_store_n(&wiped.words.judged_until_tsc, until, __ATOMIC_RELAXED);
 		return true;
 	}
-	if (__atomic_exchange_n(&service_page_judging, true, __ATOMIC_ACQ_REL))
+	if (__atomic_exchange_n(&wiped.words.judging, true, __ATOMIC_ACQ_REL))
 		return false;
 	right = service_page_rejudge_held(tsc, rate);
-	__atomic_store_n(&service_page_judging, false, __ATOMIC_RELEASE);
+	__atomic_store_n(&wiped.words.judging, false, __ATOMIC_RELEASE);
 	return right;
 }
 
@@ -236,15 +245,13 @@ void service_page_rejudge_reset(uint64_t tsc, uint64_t rate)
 	__atomic_store_n(&service_page_judged_until_tsc,
 			 tsc + calib_line_ticks_for_ns(rate, SERVICE_PAGE_REJUDGE_NS),
 			 __ATOMIC_RELEASE);
-	__atomic_store_n(&service_page_judging, false, __ATOMIC_RELEASE);
-}
-
-void service_page_rejudge_after_fork_in_child(void)
-{
-	/* Written only where it is set: a fork child that writes nothing
-	 * copies no page of ours. */
-	if (__atomic_load_n(&service_page_judging, __ATOMIC_RELAXED))
-		__atomic_store_n(&service_page_judging, false, __ATOMIC_RELEASE);
+	__atomic_store_n(&wiped.words.judging, false, __ATOMIC_RELEASE);
+	/* Every thread's reads, own lines' included, now go by the page's
+	 * judgement: after the table became read-only, in one order with
+	 * service_page_rejudge's own-lines branch. */
+	__atomic_store_n(&wiped.words.judged_until_tsc,
+			 __atomic_load_n(&service_page_judged_until_tsc, __ATOMIC_RELAXED),
+			 __ATOMIC_SEQ_CST);
 }
 
 const char *service_page_condemned(void)

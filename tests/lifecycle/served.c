@@ -51,6 +51,17 @@
  *   unshare-time raw thread  the same, the child's first time call made
  *                     by a thread it starts (keys "child.thread.")
  *                     served.test runs the two raw ones
+ *   unshare-time raw nofork  the same, the child made without fork()
+ *                     (_Fork, or a raw clone), which runs no atfork
+ *                     handler: child.first_off_ns, its first
+ *                     CLOCK_MONOTONIC from the library less the kernel's
+ *                     (read by system calls on each side of it)
+ *   fork-quiet        a first time call, then fork: the child counts the
+ *                     pages of the library's code in its own page tables
+ *                     (child.library_code_pages, from /proc/self/pagemap:
+ *                     a fork child has none until it runs some of it);
+ *                     wipeonfork=no where the kernel cannot wipe a page
+ *                     at fork (MADV_WIPEONFORK)
  *   stale-reads SERVICE_PID  once the page answers, stops the service
  *                     until calls of CLOCK_MONOTONIC reach libc, then
  *                     counts every counter read of 1000 of them (trapped:
@@ -676,6 +687,146 @@ static int served_time_namespace(bool by_setns, bool raw, bool child, bool threa
 	return 0;
 }
 
+/* The kernel's CLOCK_MONOTONIC by a system call, which nothing preloaded
+ * sees; 0 where it fails. */
+static uint64_t served_kernel_mono_ns(void)
+{
+	struct timespec ts;
+
+	if (syscall(SYS_clock_gettime, CLOCK_MONOTONIC, &ts) != 0)
+		return 0;
+	return (uint64_t)ts.tv_sec * LIFE_NS_PER_SEC + (uint64_t)ts.tv_nsec;
+}
+
+/* A child made without fork(): no atfork handler runs in it. */
+static pid_t served_fork_without_handlers(void)
+{
+#if defined(__GLIBC_PREREQ) && __GLIBC_PREREQ(2, 34)
+	return _Fork();
+#else
+	return (pid_t)syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0);
+#endif
+}
+
+/* unshare-time raw nofork: the parent, served, puts its children in a new
+ * time namespace by a raw system call; a child made without fork() must
+ * not answer from the page, whose time is the parent's namespace's. */
+static int served_time_namespace_nofork(void)
+{
+	int status;
+	pid_t pid;
+
+	served_probe(100, false);
+	if (syscall(SYS_unshare, CLONE_NEWTIME) != 0) {
+		if (errno == EPERM || errno == EINVAL)
+			life_skip("unshare(CLONE_NEWTIME): %s", strerror(errno));
+		life_fail("unshare(CLONE_NEWTIME): %s", strerror(errno));
+	}
+	printf("entered=yes\n");
+	if (!served_set_offsets())
+		life_skip("cannot set the new time namespace's offsets");
+	fflush(stdout);
+	pid = served_fork_without_handlers();
+	if (pid < 0)
+		life_fail("_Fork: %s", strerror(errno));
+	if (pid == 0) {
+		uint64_t before = served_kernel_mono_ns(), after;
+		struct timespec ts;
+
+		if (clock_gettime(CLOCK_MONOTONIC, &ts) != 0)
+			_exit(3);
+		after = served_kernel_mono_ns();
+		if (before == 0 || after == 0)
+			_exit(4);
+		/* Signed: the page's time is the parent's namespace's, behind. */
+		dprintf(1, "child.first_off_ns=%lld\nchild.first_within=%lld\n",
+			(long long)((uint64_t)ts.tv_sec * LIFE_NS_PER_SEC + (uint64_t)ts.tv_nsec -
+				    before),
+			(long long)(after - before));
+		_exit(0);
+	}
+	status = life_wait_child(pid, 30);
+	printf("child_status=%d\n",
+	       WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+	return 0;
+}
+
+/* How many pages of the library's executable mapping are in this
+ * process's page tables; -1 where that cannot be told. No allocation, no
+ * time call. */
+static int served_library_code_pages(void)
+{
+	static char maps[65536];
+	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC), pages = 0, found = 0;
+	size_t used = 0;
+	ssize_t n;
+
+	if (fd < 0)
+		return -1;
+	while (used < sizeof maps - 1 && (n = read(fd, maps + used, sizeof maps - 1 - used)) > 0)
+		used += (size_t)n;
+	close(fd);
+	maps[used] = '\0';
+	fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	for (char *line = maps, *end; *line != '\0'; line = end + 1) {
+		unsigned long start, stop;
+		char perms[8];
+
+		end = strchr(line, '\n');
+		if (end == NULL)
+			break;
+		*end = '\0';
+		if (strstr(line, "libfasttime") == NULL ||
+		    sscanf(line, "%lx-%lx %7s", &start, &stop, perms) != 3 || perms[2] != 'x')
+			continue;
+		found++;
+		for (unsigned long page = start; page < stop; page += 4096) {
+			uint64_t entry;
+
+			if (pread(fd, &entry, sizeof entry, (off_t)(page / 4096 * sizeof entry)) !=
+			    (ssize_t)sizeof entry) {
+				close(fd);
+				return -1;
+			}
+			pages += (int)(entry >> 63);
+		}
+	}
+	close(fd);
+	return found == 0 ? -1 : pages;
+}
+
+/* fork-quiet: a served process's fork child runs nothing of the library
+ * (where the kernel can wipe a page at fork): no page of its code is in
+ * the child's page tables before the child's own first time call. */
+static int served_fork_quiet(void)
+{
+	void *probe = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	struct timespec ts;
+	int status;
+	pid_t pid;
+
+	if (probe == MAP_FAILED)
+		life_fail("mmap: %s", strerror(errno));
+	/* MADV_WIPEONFORK: 18 (Linux 4.14). */
+	printf("wipeonfork=%s\n", madvise(probe, 4096, 18) == 0 ? "yes" : "no");
+	munmap(probe, 4096);
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	fflush(stdout);
+	pid = fork();
+	if (pid < 0)
+		life_fail("fork: %s", strerror(errno));
+	if (pid == 0) {
+		dprintf(1, "child.library_code_pages=%d\n", served_library_code_pages());
+		_exit(0);
+	}
+	status = life_wait_child(pid, 30);
+	printf("child_status=%d\n",
+	       WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+	return 0;
+}
+
 /* timens-run: runs argv (a reader) in a new time namespace whose
  * CLOCK_MONOTONIC is mono_ns ahead of this one's, and, with hide_proc, in
  * a new mount namespace where /proc is not mounted. Exits 77 where the
@@ -753,13 +904,19 @@ int main(int argc, char **argv)
 	if (argc == 4 && strcmp(argv[1], "unshare-time") == 0 && strcmp(argv[2], "raw") == 0 &&
 	    strcmp(argv[3], "thread") == 0)
 		return served_time_namespace(false, true, true, true);
+	if (argc == 4 && strcmp(argv[1], "unshare-time") == 0 && strcmp(argv[2], "raw") == 0 &&
+	    strcmp(argv[3], "nofork") == 0)
+		return served_time_namespace_nofork();
+	if (argc == 2 && strcmp(argv[1], "fork-quiet") == 0)
+		return served_fork_quiet();
 	if (argc == 2 && strcmp(argv[1], "setns-time") == 0)
 		return served_time_namespace(true, false, false, false);
 	if (argc == 3 && strcmp(argv[1], "stale-reads") == 0)
 		return served_stale_reads((pid_t)strtol(argv[2], NULL, 10));
-	fprintf(stderr,
-		"usage: served probe [WAIT_MS] | fork | maps | watch | unshare-time [child|raw "
-		"[thread]] | setns-time | stale-reads SERVICE_PID | timens-run NS "
-		"proc|noproc CMD...\n");
+	fprintf(
+	    stderr,
+	    "usage: served probe [WAIT_MS] | fork | fork-quiet | maps | watch | unshare-time "
+	    "[child|raw [thread|nofork]] | setns-time | stale-reads SERVICE_PID | timens-run NS "
+	    "proc|noproc CMD...\n");
 	return 99;
 }

@@ -719,14 +719,30 @@ START_TEST(test_clock_fast_gives_up)
 	ck_assert_int_eq(clock_thread.seconds[CLOCK_OFFSET_NONE].sec, 400);
 	ck_assert(clock_fast_monotonic(mode, &ts));
 
-	/* Past the thread's deadline: refused; the careful read judges the
+	/* Past the process's deadline: refused; the careful read judges the
 	 * table again (the process's own: never again) and answers. */
 	clock_thread = good;
-	ck_assert_uint_eq(good.judged_until_tsc, UINT64_MAX);
-	clock_thread.judged_until_tsc = clock_test_tsc();
+	ck_assert_uint_eq(wiped_judged_until(), UINT64_MAX);
+	wiped.words.judged_until_tsc = clock_test_tsc();
 	ck_assert(!clock_fast_monotonic(mode, &ts));
 	ck_assert(clock_careful_monotonic(mode, &ts));
-	ck_assert_uint_eq(clock_thread.judged_until_tsc, UINT64_MAX);
+	ck_assert_uint_eq(wiped_judged_until(), UINT64_MAX);
+	ck_assert(clock_fast_monotonic(mode, &ts));
+
+	/* A fork child's deadline, zero: refused; judged again, answers. */
+	clock_thread = good;
+	wiped.words.judged_until_tsc = 0;
+	ck_assert(!clock_fast_monotonic(mode, &ts));
+	ck_assert(clock_careful_monotonic(mode, &ts));
+	ck_assert_uint_eq(wiped_judged_until(), UINT64_MAX);
+
+	/* Fast reads turned off for a thread (an answer from libc owes its
+	 * floor): refused until a careful read, which turns them on again. */
+	clock_thread = good;
+	clock_thread_fast_reads_off();
+	ck_assert(!clock_fast_monotonic(mode, &ts));
+	ck_assert(!clock_fast_realtime(mode, &ts));
+	ck_assert(clock_careful_monotonic(mode, &ts));
 	ck_assert(clock_fast_monotonic(mode, &ts));
 
 	/* This CPU's record withdrawn: neither read answers. */
