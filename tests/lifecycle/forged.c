@@ -349,6 +349,21 @@ static uint64_t forged_error(uint64_t before, uint64_t ns, uint64_t after)
 	return ns < before ? before - ns : ns > after ? ns - after : 0;
 }
 
+/* Whether the page's choice of entry points for this process's mode
+ * (FASTTIME_MODE) answers any of api_bits from the lines. */
+static bool forged_page_chose(const char *page, uint32_t api_bits)
+{
+	const char *mode = getenv("FASTTIME_MODE");
+	const struct table_page *view = forged_map(page, false);
+	enum table_mode which =
+	    mode != NULL && strcmp(mode, "relaxed") == 0 ? TABLE_MODE_RELAXED : TABLE_MODE_ORDERED;
+	bool chose =
+	    (__atomic_load_n(&view->shared.api_flags[which], __ATOMIC_ACQUIRE) & api_bits) != 0;
+
+	munmap((void *)view, sizeof *view);
+	return chose;
+}
+
 static int forged_read(const char *self, const char *mode)
 {
 	const char *page = getenv("FASTTIME_PAGE");
@@ -365,6 +380,17 @@ static int forged_read(const char *self, const char *mode)
 		printf("forged: not served by %s at the first time call\n",
 		       page ? page : "(no FASTTIME_PAGE)");
 		return 75;
+	}
+	/* Where the library follows the service's choice (FASTTIME_FORCE=0,
+	 * the chosen readings), that choice may leave the clocks read here
+	 * to libc: nothing then reads the forged lines, or judges them. */
+	if (getenv("FASTTIME_FORCE") != NULL && strcmp(getenv("FASTTIME_FORCE"), "0") == 0 &&
+	    !forged_page_chose(page, strcmp(mode, "slope") == 0
+					 ? CLOCK_API_MONOTONIC
+					 : CLOCK_API_REALTIME | CLOCK_API_GETTIMEOFDAY)) {
+		printf("forged: the service's choice leaves the clocks read here to libc: "
+		       "nothing to forge\n");
+		return 77;
 	}
 	signal(SIGALRM, forged_hung);
 	alarm(20);
