@@ -309,22 +309,24 @@ uint32_t api_choice_measure(uint32_t mode_flags, struct api_cost costs[ENTRY_COU
  * pinned poller's) gets a round's pin, not the measurement too. */
 static bool api_choice_cpu(uint32_t *cpu_out)
 {
-	uint32_t after = (api_choice_last.cpu + 1) % CPU_MAX_CPUS;
-
-	/* From the CPU after the last choice's to the end, then from 0. */
 	for (int pass = 0; pass < 2; pass++) {
-		for (int wrap = 0; wrap < 2; wrap++) {
-			uint32_t end = wrap == 0 ? CPU_MAX_CPUS : after;
+		/* The first CPU after the last choice's, else the first from 0. */
+		uint32_t first = CPU_MAX_CPUS;
 
-			for (uint32_t cpu = lines_allowed_next(wrap == 0 ? after : 0); cpu < end;
-			     cpu = lines_allowed_next(cpu + 1)) {
-				if (pass == 0 && !placement_home_has(cpu))
-					continue;
-				if (lines_cpu_answers(&lines_cpus[cpu])) {
-					*cpu_out = cpu;
-					return true;
-				}
+		LINES_FOR_EACH_ALLOWED (cpu) {
+			if ((pass == 0 && !placement_home_has(cpu)) ||
+			    !lines_cpu_answers(&lines_cpus[cpu]))
+				continue;
+			if (cpu > api_choice_last.cpu) {
+				*cpu_out = cpu;
+				return true;
 			}
+			if (first == CPU_MAX_CPUS)
+				first = cpu;
+		}
+		if (first < CPU_MAX_CPUS) {
+			*cpu_out = first;
+			return true;
 		}
 	}
 	return false;

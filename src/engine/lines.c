@@ -90,10 +90,8 @@ unsigned lines_answering(void)
 {
 	unsigned count = 0;
 
-	if (lines_cpus == NULL)
-		return 0;
-	for (uint32_t cpu = lines_allowed_next(0); cpu < CPU_MAX_CPUS;
-	     cpu = lines_allowed_next(cpu + 1))
+	/* Before lines_map no CPU is allowed: no entry is read. */
+	LINES_FOR_EACH_ALLOWED (cpu)
 		count += lines_cpu_answers(&lines_cpus[cpu]);
 	return count;
 }
@@ -282,8 +280,7 @@ bool lines_relaunch_if_lapsed(void)
 {
 	if (!lines_lapsed())
 		return false;
-	for (uint32_t cpu = lines_allowed_next(0); cpu < CPU_MAX_CPUS;
-	     cpu = lines_allowed_next(cpu + 1))
+	LINES_FOR_EACH_ALLOWED (cpu)
 		if (lines_cpu_answers(&lines_cpus[cpu]))
 			lines_cpus[cpu].withdrawn[CLOCK_LINES_MONOTONIC] = true;
 	debug_log("the lines went stale before this round: restarting them at its samples");
@@ -296,8 +293,7 @@ bool lines_relaunch_if_lapsed(void)
  * sampled. Its readers answer with libc until a sample restarts it. */
 void lines_withdraw_unsampled(const unsigned long *renewed)
 {
-	for (uint32_t cpu = lines_allowed_next(0); cpu < CPU_MAX_CPUS;
-	     cpu = lines_allowed_next(cpu + 1)) {
+	LINES_FOR_EACH_ALLOWED (cpu) {
 		struct lines_cpu *c = &lines_cpus[cpu];
 
 		if (!c->allowed || c->dropped || c->calib[CLOCK_LINES_MONOTONIC].line.mult == 0 ||
@@ -349,8 +345,7 @@ void lines_cpu_leaves(uint32_t cpu)
 /* The CPUs that had a line and are not to be visited now leave. */
 void lines_leave_others(const unsigned long *visit)
 {
-	for (uint32_t cpu = lines_allowed_next(0); cpu < CPU_MAX_CPUS;
-	     cpu = lines_allowed_next(cpu + 1))
+	LINES_FOR_EACH_ALLOWED (cpu)
 		if (lines_cpus[cpu].allowed && !cpu_mask_has(visit, cpu))
 			lines_cpu_leaves(cpu);
 }
@@ -545,8 +540,7 @@ static bool lines_monotonic_update(uint32_t cpu, const struct calib_sample *samp
  * as the round may have left them half-written. */
 void lines_restart_calibrations(void)
 {
-	for (uint32_t cpu = lines_allowed_next(0); cpu < CPU_MAX_CPUS;
-	     cpu = lines_allowed_next(cpu + 1))
+	LINES_FOR_EACH_ALLOWED (cpu)
 		if (lines_cpus[cpu].allowed) {
 			calib_cpu_reset(&lines_cpus[cpu].calib[CLOCK_LINES_MONOTONIC]);
 			calib_cpu_reset(&lines_cpus[cpu].calib[CLOCK_LINES_RAW]);

@@ -88,6 +88,10 @@ unsigned lines_answering(void);
  * tears them down, so reading all CPU_MAX_CPUS entries made each fork of a
  * process with its own thread some 270 page-table entries dearer. */
 uint32_t lines_allowed_next(uint32_t cpu);
+/* Walks cpu over the allowed CPUs, in order (lines_allowed_next). */
+#define LINES_FOR_EACH_ALLOWED(cpu)                                                                \
+	for (uint32_t cpu = lines_allowed_next(0); cpu < CPU_MAX_CPUS;                             \
+	     cpu = lines_allowed_next(cpu + 1))
 /* Notes that cpu's calibration failed at now (monotonic ns); once it has
  * failed for LINES_DROP_AFTER_NS without a success between, the CPU's
  * line is withdrawn and its readers answer with libc. A success clears

@@ -18,11 +18,8 @@ bool raw_lines_ready(void)
 {
 	unsigned answering = 0;
 
-	/* Never mapped (round_map): no line at all. */
-	if (lines_cpus == NULL)
-		return false;
-	for (uint32_t cpu = lines_allowed_next(0); cpu < CPU_MAX_CPUS;
-	     cpu = lines_allowed_next(cpu + 1)) {
+	/* Before lines_map no CPU is allowed: no entry is read. */
+	LINES_FOR_EACH_ALLOWED (cpu) {
 		const struct lines_cpu *c = &lines_cpus[cpu];
 
 		if (!lines_cpu_answers(c))
@@ -48,8 +45,7 @@ bool raw_lines_look(uint32_t cpu, unsigned n)
 		  "(sandwich %llu ns): raw lines withdrawn until the next round",
 		  cpu, (long long)watch_line_error(c->calib[CLOCK_LINES_RAW].line, &sample),
 		  (unsigned long long)sample.width_ns);
-	for (uint32_t other = lines_allowed_next(0); other < CPU_MAX_CPUS;
-	     other = lines_allowed_next(other + 1))
+	LINES_FOR_EACH_ALLOWED (other)
 		if (lines_cpus[other].calib[CLOCK_LINES_RAW].line.mult != 0)
 			lines_raw_withdraw(other);
 	return false;

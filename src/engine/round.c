@@ -408,8 +408,7 @@ uint64_t round_next_deadline(uint64_t scheduled_ns)
 {
 	uint64_t deadline = scheduled_ns, now = libc_monotonic_ns();
 
-	for (uint32_t cpu = lines_allowed_next(0); cpu < CPU_MAX_CPUS;
-	     cpu = lines_allowed_next(cpu + 1)) {
+	LINES_FOR_EACH_ALLOWED (cpu) {
 		const struct lines_cpu *c = &lines_cpus[cpu];
 		uint64_t due;
 

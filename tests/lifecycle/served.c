@@ -186,6 +186,15 @@ static bool served_page_has_line(const struct table_page *page, int cpu)
 	       __atomic_load_n(&page->records[cpu].mult, __ATOMIC_ACQUIRE) != 0;
 }
 
+/* Waits for a child the case forked (30 s at most) and prints its exit
+ * status, or 128 + its signal, for the .test script to judge. */
+static void served_report_child(pid_t pid)
+{
+	int status = life_wait_child(pid, 30);
+
+	printf("child_status=%d\n",
+	       WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+}
 /* The probe (see the top); with settle, once the thread is seen, whether
  * the TSC answers within 5 s and then 300 ms of samples ("early_" keys:
  * the samples before). */
@@ -251,7 +260,6 @@ static void served_probe(unsigned wait_ms, bool settle)
 static int served_fork(void)
 {
 	pid_t pid;
-	int status;
 
 	served_probe(100, false);
 	pid = fork();
@@ -263,9 +271,7 @@ static int served_fork(void)
 		served_probe(500, false);
 		_exit(0);
 	}
-	status = life_wait_child(pid, 30);
-	printf("child_status=%d\n",
-	       WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+	served_report_child(pid);
 	return 0;
 }
 
@@ -636,7 +642,7 @@ static void *served_thread_probe(void *unused)
 static int served_time_namespace(bool by_setns, bool raw, bool child, bool thread)
 {
 	const char *call = by_setns ? "setns" : "unshare";
-	int rc, status, fd = -1;
+	int rc, fd = -1;
 	pid_t pid;
 
 	if (by_setns) {
@@ -681,9 +687,7 @@ static int served_time_namespace(bool by_setns, bool raw, bool child, bool threa
 		served_probe(raw ? 500 : 5000, !raw);
 		_exit(0);
 	}
-	status = life_wait_child(pid, 30);
-	printf("child_status=%d\n",
-	       WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+	served_report_child(pid);
 	return 0;
 }
 
@@ -713,7 +717,6 @@ static pid_t served_fork_without_handlers(void)
  * not answer from the page, whose time is the parent's namespace's. */
 static int served_time_namespace_nofork(void)
 {
-	int status;
 	pid_t pid;
 
 	served_probe(100, false);
@@ -745,9 +748,7 @@ static int served_time_namespace_nofork(void)
 			(long long)(after - before));
 		_exit(0);
 	}
-	status = life_wait_child(pid, 30);
-	printf("child_status=%d\n",
-	       WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+	served_report_child(pid);
 	return 0;
 }
 
@@ -804,7 +805,6 @@ static int served_fork_quiet(void)
 {
 	void *probe = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	struct timespec ts;
-	int status;
 	pid_t pid;
 
 	if (probe == MAP_FAILED)
@@ -821,9 +821,7 @@ static int served_fork_quiet(void)
 		dprintf(1, "child.library_code_pages=%d\n", served_library_code_pages());
 		_exit(0);
 	}
-	status = life_wait_child(pid, 30);
-	printf("child_status=%d\n",
-	       WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+	served_report_child(pid);
 	return 0;
 }
 
