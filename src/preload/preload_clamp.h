@@ -26,8 +26,13 @@
 /* How far above libc's CLOCK_MONOTONIC the floor may go to keep a clock
  * with an offset from going back: an offset further off than this is a
  * step not followed yet (a resume), and CLOCK_MONOTONIC must not stand
- * still for its length. The step the watch and the readers follow. */
-#define PRELOAD_CLAMP_OFFSET_SLACK_NS WATCH_STEP_THRESHOLD_NS
+ * still for its length. A published offset is left alone while it is
+ * within the step the watch follows (WATCH_STEP_THRESHOLD_NS) plus its
+ * sandwich's width of the truth, so it may be off by a few microseconds
+ * (more where the kernel's clock is a system call), and a cap at the
+ * step alone lets such a clock go back from libc's answer to the TSC's
+ * next one. */
+#define PRELOAD_CLAMP_OFFSET_SLACK_NS (10u * WATCH_STEP_THRESHOLD_NS)
 
 /* libc's answer of the clock that lines answer with no offset
  * (CLOCK_MONOTONIC, CLOCK_MONOTONIC_RAW), raised to what this thread was
