@@ -6,6 +6,7 @@
 
 #include "clock.h"
 
+#include "clock_check.h"
 #include "service_page.h"
 
 __thread struct clock_thread_state clock_thread __attribute__((tls_model("initial-exec")));
@@ -32,6 +33,19 @@ static void clock_careful_lapsed(uint64_t tsc, uint64_t valid_from, uint64_t val
 		clock_thread.last_cpu = CLOCK_PARKED_CPU;
 }
 
+/* Past the fast read's deadline: the page judged again (a served
+ * process's), then the lines checked against the kernel's clock, each
+ * where its own deadline has passed. line is the CPU's line of kind
+ * lines; the check takes the CPU's CLOCK_MONOTONIC line. */
+static bool clock_careful_judged(enum clock_lines lines, uint64_t tsc, struct calib_line line)
+{
+	if (!service_page_rejudge(tsc))
+		return false;
+	if (lines != CLOCK_LINES_MONOTONIC)
+		line = table_load_lines(CLOCK_LINES_MONOTONIC, clock_thread.last_cpu);
+	return clock_check(tsc, line);
+}
+
 static bool clock_careful_finish(enum clock_lines lines, uint64_t tsc, struct calib_line line,
 				 uint64_t valid_from, uint64_t valid_ticks, uint64_t *ns_out)
 {
@@ -42,11 +56,12 @@ static bool clock_careful_finish(enum clock_lines lines, uint64_t tsc, struct ca
 		/* A page that was stale is judged again before it answers:
 		 * after a counter reset, the process's deadline is far ahead. */
 		if (wiped_judged_until() != 0)
-			__atomic_store_n(&wiped.words.judged_until_tsc, 0, __ATOMIC_RELAXED);
+			clock_check_judged_until(0);
 		clock_careful_lapsed(tsc, valid_from, valid_ticks);
 		return false;
 	}
-	if (line.mult == 0 || (tsc >= wiped_judged_until() && !service_page_rejudge(tsc)))
+	if (line.mult == 0 ||
+	    (tsc >= wiped_judged_until() && !clock_careful_judged(lines, tsc, line)))
 		return false;
 	ns = clock_mulhi(tsc, line.mult) + line.offset;
 	if (ns < *last)

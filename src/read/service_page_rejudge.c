@@ -18,6 +18,7 @@
 
 #include "calib_line.h"
 #include "clock.h"
+#include "clock_check.h"
 #include "cpu.h"
 #include "debug.h"
 #include "libc.h"
@@ -187,7 +188,7 @@ static bool service_page_rejudge_held(uint64_t tsc, uint64_t rate)
 		__atomic_store_n(&service_page_doubted_since_tsc, 0, __ATOMIC_RELAXED);
 		__atomic_store_n(&service_page_doubts, 0, __ATOMIC_RELAXED);
 		__atomic_store_n(&service_page_judged_until_tsc, tsc + period, __ATOMIC_RELEASE);
-		__atomic_store_n(&wiped.words.judged_until_tsc, tsc + period, __ATOMIC_RELAXED);
+		clock_check_judged_until(tsc + period);
 		return true;
 	}
 	if (since == 0) {
@@ -217,9 +218,9 @@ bool service_page_rejudge(uint64_t tsc)
 		 * page was mapped over them meanwhile, whose acceptance set a
 		 * deadline after the table became read-only (both in one
 		 * order with these: service_page_rejudge_reset). */
-		__atomic_store_n(&wiped.words.judged_until_tsc, UINT64_MAX, __ATOMIC_SEQ_CST);
+		clock_check_judged_until(UINT64_MAX);
 		if (!read_only && __atomic_load_n(&table_read_only, __ATOMIC_SEQ_CST))
-			__atomic_store_n(&wiped.words.judged_until_tsc, 0, __ATOMIC_SEQ_CST);
+			clock_check_judged_until(0);
 		return true;
 	}
 	/* A fork child's first judgement looks at its time namespace. */
@@ -228,7 +229,7 @@ bool service_page_rejudge(uint64_t tsc)
 	until = __atomic_load_n(&service_page_judged_until_tsc, __ATOMIC_ACQUIRE);
 	if ((int64_t)(until - tsc) > 0 &&
 	    until - tsc <= calib_line_ticks_for_ns(rate, SERVICE_PAGE_REJUDGE_NS)) {
-		__atomic_store_n(&wiped.words.judged_until_tsc, until, __ATOMIC_RELAXED);
+		clock_check_judged_until(until);
 		return true;
 	}
 	if (__atomic_exchange_n(&wiped.words.judging, true, __ATOMIC_ACQ_REL))
@@ -249,9 +250,7 @@ void service_page_rejudge_reset(uint64_t tsc, uint64_t rate)
 	/* Every thread's reads, own lines' included, now go by the page's
 	 * judgement: after the table became read-only, in one order with
 	 * service_page_rejudge's own-lines branch. */
-	__atomic_store_n(&wiped.words.judged_until_tsc,
-			 __atomic_load_n(&service_page_judged_until_tsc, __ATOMIC_RELAXED),
-			 __ATOMIC_SEQ_CST);
+	clock_check_judged_until(__atomic_load_n(&service_page_judged_until_tsc, __ATOMIC_RELAXED));
 }
 
 const char *service_page_condemned(void)

@@ -37,6 +37,10 @@ void wiped_zero(void)
 
 	if (__atomic_load_n(&words->judged_until_tsc, __ATOMIC_RELAXED) != 0)
 		__atomic_store_n(&words->judged_until_tsc, 0, __ATOMIC_RELEASE);
+	if (__atomic_load_n(&words->judged_until_given_tsc, __ATOMIC_RELAXED) != 0)
+		__atomic_store_n(&words->judged_until_given_tsc, 0, __ATOMIC_RELEASE);
+	if (__atomic_load_n(&words->checked_until_tsc, __ATOMIC_RELAXED) != 0)
+		__atomic_store_n(&words->checked_until_tsc, 0, __ATOMIC_RELEASE);
 	if (__atomic_load_n(&words->time_ns_pid, __ATOMIC_RELAXED) != 0)
 		__atomic_store_n(&words->time_ns_pid, 0, __ATOMIC_RELEASE);
 	if (__atomic_load_n(&words->remapping, __ATOMIC_RELAXED))
@@ -45,4 +49,6 @@ void wiped_zero(void)
 		__atomic_store_n(&words->time_ns_checking, false, __ATOMIC_RELEASE);
 	if (__atomic_load_n(&words->judging, __ATOMIC_RELAXED))
 		__atomic_store_n(&words->judging, false, __ATOMIC_RELEASE);
+	if (__atomic_load_n(&words->checking, __ATOMIC_RELAXED))
+		__atomic_store_n(&words->checking, false, __ATOMIC_RELEASE);
 }

@@ -4,7 +4,7 @@
  * fork, and still judges its time namespace and its page before its first
  * answer. A child made without fork() (_Fork, a raw clone) runs no atfork
  * handler, and gets the same. Zero means: judge again, nothing in
- * progress, no namespace checked. Where the kernel cannot wipe the page,
+ * progress, no namespace checked, lines never checked. Where the kernel cannot wipe the page,
  * the library's fork handler zeroes the words itself (wiped_zero). */
 #ifndef FASTTIME_WIPED_H
 #define FASTTIME_WIPED_H
@@ -19,6 +19,10 @@ struct wiped_words {
 	 * a fork child, UINT64_MAX where the table is the process's own. The
 	 * fast read compares the counter with it. */
 	uint64_t judged_until_tsc;
+	/* The two deadlines it is the sooner of (clock_check.h): the one
+	 * the page's judgement gave, and the one the lines' check gave. */
+	uint64_t judged_until_given_tsc;
+	uint64_t checked_until_tsc;
 	/* The process found in the serving page's time namespace
 	 * (service_page_time_namespace_checked). */
 	pid_t time_ns_pid;
@@ -27,6 +31,7 @@ struct wiped_words {
 	bool remapping;
 	bool time_ns_checking;
 	bool judging;
+	bool checking;
 };
 
 /* A page of its own, placed beside the table by the library's link

@@ -48,14 +48,17 @@
  *                     each of the four functions (and CLOCK_BOOTTIME,
  *                     CLOCK_TAI and CLOCK_MONOTONIC_RAW), answered by libc,
  *                     must never go back in the reading thread.
- *   moves fallback-far
- *                     the same with a lead of 3 ms, as lines run ahead when
- *                     a fast slew begins while the thread cannot look:
- *                     beyond the millisecond below which libc's answer is
- *                     taken for the lines' own lead unasked, none of the
- *                     seven goes back either (the clock was not set).
+ *   moves ahead-refused
+ *                     the lines answer, then the refresh thread's clock
+ *                     leaps 3 ms ahead of everyone's, and its lines with
+ *                     it, as they run ahead when a fast slew begins while
+ *                     the thread cannot look: the readers' own check of
+ *                     the lines (clock_check.h) refuses them, and none of
+ *                     the five tracked clocks answers further than
+ *                     MOVES_AHEAD_ERROR_NS from the kernel's, goes back,
+ *                     or stands still for 1 ms.
  *   moves fallback-set
- *                     lines 3 ms ahead and stale, then CLOCK_REALTIME set
+ *                     lines 300 us ahead and stale, then CLOCK_REALTIME set
  *                     back by 50 ms: the library's CLOCK_REALTIME,
  *                     gettimeofday, timespec_get and CLOCK_TAI, answered by
  *                     libc, follow the set-back (at most the lead ahead of
@@ -529,14 +532,13 @@ static void moves_require_tracked_fast(void)
 	}
 }
 
-/* The bounds the slew test holds the library to, with room for a loaded
- * machine: the watch looks every 80 ms and runs a round once the line is
- * 50 us off (watch.h), so while the kernel slews by 83,333 ppm a line is
- * off by up to that rate over a look's period or a late round's (7 ms
- * measured here); 2 s after the slew ends the lines have settled (under
- * 1 us measured here). The old calibration, which stepped the lines every
- * round, was 8 to 25 ms off for as long as it ran. */
-#define MOVES_SLEW_ERROR_NS    20000000u
+/* The bounds the slew test holds the library to: while the kernel slews
+ * by 83,333 ppm, the readers' check (clock_check.h) keeps every answer
+ * within 0.7 ms of the kernel's clock, whether or not the refresh thread
+ * can run (a line ran 7 ms off before, over a look's period or a late
+ * round's); the bound is the library's promise of 1 ms. 2 s after the slew
+ * ends the lines have settled (under 1 us measured here). */
+#define MOVES_SLEW_ERROR_NS    1000000u
 #define MOVES_SETTLED_ERROR_NS 100000u
 /* After a load that kept the refresh thread from its rounds, the settled
  * lines are held to the library's own promise instead: a CPU the rounds
@@ -855,13 +857,15 @@ static void moves_read_all(struct moves_series series[MOVES_SERIES], unsigned ms
 }
 
 /* How far ahead of everyone else's the refresh thread's clock runs in
- * moves fallback (the tap's lead), and in moves fallback-far and
- * fallback-set: further than the clamp of a clock that may be set back
- * holds libc's answers without asking whether it was set
- * (PRELOAD_CLAMP_MAX_NS, 1 ms), as lines run ahead while a slew starts
- * and the thread cannot look. */
+ * moves fallback and fallback-set (the tap's lead), and in moves
+ * ahead-refused: further than readers let lines answer (clock_check.h,
+ * 0.7 ms), as lines run ahead while a fast slew starts and the thread
+ * cannot look. */
 #define MOVES_LEAD_NS	  300000u
 #define MOVES_FAR_LEAD_NS 3000000u
+/* How far from the kernel's clock an answer may be in moves
+ * ahead-refused: the library's promise of 1 ms. */
+#define MOVES_AHEAD_ERROR_NS 1000000u
 
 /* Waits until the lines answer at least half the lead ahead of libc: a
  * calibration service that was running before the lead was set takes it
@@ -928,6 +932,46 @@ static void moves_fallback(unsigned lead_ns)
 		 (unsigned long long)fell_back);
 }
 
+/* The lines answer; then the refresh thread's clock leaps ahead by
+ * lead_ns, and its lines follow at its next look: readers must refuse
+ * them, whatever their own thread or their service does, for 1.5 s. */
+static void moves_ahead_refused(unsigned lead_ns)
+{
+	struct moves_follow before[MOVES_TRACKED] = { 0 }, ahead[MOVES_TRACKED];
+
+	moves_require_tracked_fast();
+	moves_follow_for(300, before);
+	moves_follow_from(ahead, before);
+	moves_lead_refresh(lead_ns);
+	moves_follow_for(1500, ahead);
+	moves_lead_refresh(0);
+	for (unsigned c = 0; c < MOVES_TRACKED; c++) {
+		const struct moves_follow *track = &ahead[c];
+		const char *name = moves_tracked[c].name;
+
+		if (!moves_tracked_fast[c])
+			continue;
+		life_say("%s, lines %u ns ahead: max error %llu ns, surely still for %llu ns, "
+			 "%llu steps back, %llu of %llu answers from libc",
+			 name, lead_ns, (unsigned long long)track->max_error_ns,
+			 (unsigned long long)track->surely_still_ns,
+			 (unsigned long long)track->backward, (unsigned long long)track->libc_reads,
+			 (unsigned long long)track->reads);
+		if (track->backward != 0)
+			life_fail("%s went back %llu times, by up to %llu ns", name,
+				  (unsigned long long)track->backward,
+				  (unsigned long long)track->worst_back_ns);
+		if (track->surely_still_ns >= LIFE_NS_PER_MS)
+			life_fail("%s stood still for %llu ns", name,
+				  (unsigned long long)track->surely_still_ns);
+		/* Every clock the lines answer is led alike, the raw one too. */
+		if (track->max_error_ns > MOVES_AHEAD_ERROR_NS)
+			life_fail("%s answered %llu ns from the kernel's clock: lines %u ns ahead "
+				  "were let answer",
+				  name, (unsigned long long)track->max_error_ns, lead_ns);
+	}
+}
+
 /* How far CLOCK_REALTIME is set back in moves fallback-set: far beyond
  * the lead, and far below a round's interval. */
 #define MOVES_SET_BACK_NS 50000000u
@@ -935,7 +979,7 @@ static void moves_fallback(unsigned lead_ns)
 /* Lines lead_ns ahead of libc, held until stale, then CLOCK_REALTIME set
  * back: libc's answers show it, and the clamp must let them stand, where
  * with the clock not set it holds the same drop as the lines' own lead
- * (moves fallback-far). The answers that follow the set-back are within
+ * (moves fallback). The answers that follow the set-back are within
  * the lead of the kernel's clock (and 0.1 ms for the reads around them):
  * the reader that saw the step over stale lines may have published the new
  * offset, and then the lead alone is held. CLOCK_MONOTONIC never goes
@@ -1022,20 +1066,19 @@ int main(int argc, char **argv)
 		moves_lead_refresh(MOVES_LEAD_NS);
 		life_require_fast();
 		moves_fallback(MOVES_LEAD_NS);
-	} else if (strcmp(what, "fallback-far") == 0) {
-		moves_lead_refresh(MOVES_FAR_LEAD_NS);
+	} else if (strcmp(what, "ahead-refused") == 0) {
 		life_require_fast();
-		moves_fallback(MOVES_FAR_LEAD_NS);
+		moves_ahead_refused(MOVES_FAR_LEAD_NS);
 	} else if (strcmp(what, "fallback-set") == 0 || strcmp(what, "fallback-set-slow") == 0) {
 		if (strcmp(what, "fallback-set-slow") == 0)
 			moves_slow_reads(1200);
-		moves_lead_refresh(MOVES_FAR_LEAD_NS);
+		moves_lead_refresh(MOVES_LEAD_NS);
 		life_require_fast();
-		moves_fallback_set(MOVES_FAR_LEAD_NS);
+		moves_fallback_set(MOVES_LEAD_NS);
 	} else {
 		life_fail("usage: moves step|step-slow|slew PPM|slew-under "
 			  "fifo-hop|fifo-all|held|held-visit "
-			  "PPM|suspend|fallback|fallback-far|fallback-set|fallback-set-slow");
+			  "PPM|suspend|fallback|ahead-refused|fallback-set|fallback-set-slow");
 	}
 	return 0;
 }

@@ -11,7 +11,9 @@
 
 #include "calib.h"
 #include "clock.h"
+#include "clock_check.h"
 #include "cpu.h"
+#include "libc.h"
 #include "table.h"
 #include "unit.h"
 
@@ -35,12 +37,58 @@ static cpu_set_t clock_test_saved_mask;
 static bool clock_test_pinned;
 static int clock_test_cpu;
 
-/* Every test starts with an empty table, a fresh thread state, and this
- * thread pinned to its CPU so that its TSC reads are in order and its CPU's
- * line is known. */
+/* libc's clock_gettime, which the fixture puts back. */
+static int (*clock_test_libc_clock_gettime)(clockid_t, struct timespec *);
+/* The kernel the lines are checked against (clock_check.h): its
+ * CLOCK_MONOTONIC is this CPU's line at the counter, less lag_ns; each
+ * read takes stall_ns of the line's time (a read preempted). */
+static int64_t clock_test_kernel_lag_ns;
+static uint64_t clock_test_kernel_stall_ns;
+static unsigned clock_test_kernel_reads;
+
+static int clock_test_kernel_clock_gettime(clockid_t id, struct timespec *ts)
+{
+	struct calib_line line;
+	uint64_t ns;
+
+	if (id != CLOCK_MONOTONIC || clock_test_cpu < 0)
+		return clock_test_libc_clock_gettime(id, ts);
+	line = table_load_lines(CLOCK_LINES_MONOTONIC, (uint32_t)clock_test_cpu);
+	if (line.mult == 0)
+		return clock_test_libc_clock_gettime(id, ts);
+	ns = calib_line_eval(line, cpu_rdtsc_fenced());
+	while (calib_line_eval(line, cpu_rdtsc_fenced()) - ns < clock_test_kernel_stall_ns)
+		;
+	ns -= (uint64_t)clock_test_kernel_lag_ns;
+	clock_test_kernel_reads++;
+	ts->tv_sec = (time_t)(ns / NS_PER_SEC);
+	ts->tv_nsec = (long)(ns % NS_PER_SEC);
+	return 0;
+}
+
+/* The words of the process's deadlines, as at a process's start. */
+static void clock_test_deadlines_clear(void)
+{
+	memset(&wiped.words, 0, sizeof wiped.words);
+}
+
+/* Every test starts with an empty table, a fresh thread state, no
+ * deadline for the process's reads (the tests of the deadlines set them:
+ * the others would see a fast read decline at a check's end), a kernel
+ * that agrees with the lines, and this thread pinned to its CPU so that
+ * its TSC reads are in order and its CPU's line is known. */
 static void clock_test_setup(void)
 {
 	cpu_set_t one;
+
+	clock_test_deadlines_clear();
+	wiped.words.judged_until_tsc = UINT64_MAX;
+	libc_resolve();
+	clock_test_libc_clock_gettime = libc_time.clock_gettime;
+	clock_test_kernel_lag_ns = 0;
+	clock_test_kernel_stall_ns = 0;
+	clock_test_kernel_reads = 0;
+	libc_time.clock_gettime = clock_test_kernel_clock_gettime;
 
 	memset(table_page.records, 0, sizeof table_page.records);
 	memset(table_page.raw_records, 0, sizeof table_page.raw_records);
@@ -59,6 +107,8 @@ static void clock_test_setup(void)
 
 static void clock_test_teardown(void)
 {
+	libc_time.clock_gettime = clock_test_libc_clock_gettime;
+	clock_test_deadlines_clear();
 	if (clock_test_pinned)
 		sched_setaffinity(0, sizeof clock_test_saved_mask, &clock_test_saved_mask);
 	memset(table_page.records, 0, sizeof table_page.records);
@@ -720,21 +770,26 @@ START_TEST(test_clock_fast_gives_up)
 	ck_assert(clock_fast_monotonic(mode, &ts));
 
 	/* Past the process's deadline: refused; the careful read judges the
-	 * table again (the process's own: never again) and answers. */
+	 * table again (the process's own: never again), checks the lines,
+	 * and answers. */
 	clock_thread = good;
-	ck_assert_uint_eq(wiped_judged_until(), UINT64_MAX);
 	wiped.words.judged_until_tsc = clock_test_tsc();
+	wiped.words.checked_until_tsc = clock_test_tsc();
 	ck_assert(!clock_fast_monotonic(mode, &ts));
 	ck_assert(clock_careful_monotonic(mode, &ts));
-	ck_assert_uint_eq(wiped_judged_until(), UINT64_MAX);
+	ck_assert_uint_eq(wiped.words.judged_until_given_tsc, UINT64_MAX);
+	ck_assert_uint_gt(clock_check_until(), clock_test_tsc());
+	ck_assert_uint_eq(wiped_judged_until(), clock_check_until());
 	ck_assert(clock_fast_monotonic(mode, &ts));
 
-	/* A fork child's deadline, zero: refused; judged again, answers. */
+	/* A fork child's deadlines, zero: refused; judged again, answers. */
 	clock_thread = good;
-	wiped.words.judged_until_tsc = 0;
+	clock_test_deadlines_clear();
 	ck_assert(!clock_fast_monotonic(mode, &ts));
 	ck_assert(clock_careful_monotonic(mode, &ts));
-	ck_assert_uint_eq(wiped_judged_until(), UINT64_MAX);
+	ck_assert_uint_eq(wiped.words.judged_until_given_tsc, UINT64_MAX);
+	ck_assert_uint_eq(wiped_judged_until(), clock_check_until());
+	wiped.words.judged_until_tsc = UINT64_MAX;
 
 	/* Fast reads turned off for a thread (an answer from libc owes its
 	 * floor): refused until a careful read, which turns them on again. */
@@ -1022,6 +1077,151 @@ START_TEST(test_clock_lapsed_parked)
 }
 END_TEST
 
+/* Ticks of line's slope in ns. */
+static uint64_t clock_test_ticks(struct calib_line line, uint64_t ns)
+{
+	return calib_line_ticks_for_ns(line.mult, ns);
+}
+
+/* A careful CLOCK_MONOTONIC read with the process's deadlines zero (a
+ * process's first read), again while the check could not tell (this
+ * thread preempted around its read of the kernel's clock: the next check
+ * comes a retry's time later), for up to 10 s of the line's time (a bound
+ * on a wait, not a duration asserted): whether one answered, and the
+ * counter before and after the last. */
+static bool clock_test_checked_read(uint32_t mode, struct calib_line line, uint64_t *before,
+				    uint64_t *after)
+{
+	uint64_t give_up = clock_test_tsc() + clock_test_ticks(line, 10 * NS_PER_SEC);
+
+	do {
+		struct timespec ts;
+
+		clock_test_deadlines_clear();
+		*before = clock_test_tsc();
+		if (clock_careful_monotonic(mode, &ts)) {
+			*after = clock_test_tsc();
+			return true;
+		}
+		*after = clock_test_tsc();
+	} while (*after < give_up);
+	return false;
+}
+
+/* The lines' check (clock_check.h) against a kernel that agrees with the
+ * line: the read answers from the line, and the process's deadline moves
+ * on by the limit over the rate (3.5 ms of the line's time, less the
+ * check's own width), which the fast read then keeps. */
+START_TEST(test_clock_check_agrees)
+{
+	uint32_t mode = clock_test_modes[_i];
+	struct calib_line line =
+	    clock_test_line_at(CLOCK_TEST_MULT, clock_test_tsc(), 70 * NS_PER_SEC);
+	uint64_t before, after, longest = CLOCK_CHECK_LIMIT_NS * 1000000ull / CLOCK_CHECK_RATE_PPM;
+	struct timespec ts;
+
+	ck_assert_msg(clock_test_pinned, "cannot pin the test thread to its CPU");
+	clock_test_publish_all(line);
+	ck_assert(clock_test_checked_read(mode, line, &before, &after));
+	clock_test_between(clock_check_until(), before + clock_test_ticks(line, longest * 9 / 10),
+			   after + clock_test_ticks(line, longest));
+	ck_assert_uint_eq(wiped_judged_until(), clock_check_until());
+	ck_assert_uint_eq(wiped.words.judged_until_given_tsc, UINT64_MAX);
+	ck_assert(clock_fast_monotonic(mode, &ts) == !(mode & CLOCK_CPU_GETCPU));
+}
+END_TEST
+
+/* A kernel 0.5 ms from the line, behind it or ahead: the read still
+ * answers, and the check trusts the line for as long as the rate leaves
+ * it within the limit, about 1 ms of the line's time, not 3.5. */
+START_TEST(test_clock_check_shorter_when_off)
+{
+	uint32_t mode = clock_test_modes[_i];
+	struct calib_line line =
+	    clock_test_line_at(CLOCK_TEST_MULT, clock_test_tsc(), 70 * NS_PER_SEC);
+	uint64_t before, after, room = CLOCK_CHECK_LIMIT_NS - 500000u;
+
+	ck_assert_msg(clock_test_pinned, "cannot pin the test thread to its CPU");
+	clock_test_publish_all(line);
+	for (int sign = -1; sign <= 1; sign += 2) {
+		clock_test_kernel_lag_ns = sign * 500000;
+		ck_assert(clock_test_checked_read(mode, line, &before, &after));
+		clock_test_between(
+		    clock_check_until(),
+		    before +
+			clock_test_ticks(line, (room - 50000u) * 1000000ull / CLOCK_CHECK_RATE_PPM),
+		    after + clock_test_ticks(line, room * 1000000ull / CLOCK_CHECK_RATE_PPM));
+	}
+}
+END_TEST
+
+/* A kernel 1 ms from the line (a slew the refresh thread did not see):
+ * the read is refused and libc answers; the next reads are refused without
+ * asking the kernel again, until the retry's time has passed; then a check
+ * that finds the line right again lets it answer. */
+START_TEST(test_clock_check_refuses)
+{
+	uint32_t mode = clock_test_modes[_i];
+	struct calib_line line =
+	    clock_test_line_at(CLOCK_TEST_MULT, clock_test_tsc(), 70 * NS_PER_SEC);
+	uint64_t deadline;
+	struct timespec ts;
+	unsigned reads;
+	bool answered = false;
+
+	ck_assert_msg(clock_test_pinned, "cannot pin the test thread to its CPU");
+	clock_test_publish_all(line);
+	for (int sign = -1; sign <= 1; sign += 2) {
+		clock_test_kernel_lag_ns = sign * 1000000;
+		clock_test_deadlines_clear();
+		ck_assert(!clock_careful_monotonic(mode, &ts));
+		ck_assert_uint_eq(clock_check_until(), 0);
+		ck_assert_uint_eq(wiped_judged_until(), 0);
+		reads = clock_test_kernel_reads;
+		ck_assert(!clock_careful_monotonic(mode, &ts));
+		ck_assert(!clock_fast_monotonic(mode, &ts));
+		ck_assert_uint_eq(clock_test_kernel_reads, reads);
+	}
+	clock_test_kernel_lag_ns = 0;
+	/* Not a duration: a bound on the wait for the retry (1 ms). */
+	deadline = clock_test_tsc() + clock_test_ticks(line, 10 * NS_PER_SEC);
+	while (!answered && clock_test_tsc() < deadline)
+		answered = clock_careful_monotonic(mode, &ts);
+	ck_assert(answered);
+	ck_assert_uint_gt(clock_test_kernel_reads, reads);
+	ck_assert_uint_ne(clock_check_until(), 0);
+}
+END_TEST
+
+/* A check preempted around its read of the kernel's clock (the read takes
+ * 100 us) tells nothing: libc answers this read and the next ones without
+ * asking the kernel again (a slow libc or a loaded machine would fail the
+ * next check too), until a check a retry's time later finds the line
+ * right. */
+START_TEST(test_clock_check_preempted)
+{
+	uint32_t mode = clock_test_modes[_i];
+	struct calib_line line =
+	    clock_test_line_at(CLOCK_TEST_MULT, clock_test_tsc(), 70 * NS_PER_SEC);
+	uint64_t before, after;
+	unsigned reads;
+	struct timespec ts;
+
+	ck_assert_msg(clock_test_pinned, "cannot pin the test thread to its CPU");
+	clock_test_publish_all(line);
+	clock_test_kernel_stall_ns = 100000;
+	clock_test_deadlines_clear();
+	ck_assert(!clock_careful_monotonic(mode, &ts));
+	ck_assert_uint_eq(clock_check_until(), 0);
+	reads = clock_test_kernel_reads;
+	ck_assert(!clock_careful_monotonic(mode, &ts));
+	ck_assert_uint_eq(clock_test_kernel_reads, reads);
+	clock_test_kernel_stall_ns = 0;
+	ck_assert(clock_test_checked_read(mode, line, &before, &after));
+	ck_assert_uint_gt(clock_check_until(), after);
+}
+END_TEST
+
 Suite *suite_clock(void)
 {
 	Suite *suite = suite_create("clock");
@@ -1053,6 +1253,15 @@ Suite *suite_clock(void)
 	tcase_add_loop_test(tc, test_clock_raw_clamp, 0, modes);
 	tcase_add_loop_test(tc, test_clock_raw_no_line, 0, modes);
 	tcase_add_test(tc, test_clock_no_slope_stored_empty);
+	suite_add_tcase(suite, tc);
+
+	tc = tcase_create("lines' check");
+	tcase_add_checked_fixture(tc, clock_test_setup, clock_test_teardown);
+	tcase_set_timeout(tc, 60);
+	tcase_add_loop_test(tc, test_clock_check_agrees, 0, modes);
+	tcase_add_loop_test(tc, test_clock_check_shorter_when_off, 0, modes);
+	tcase_add_loop_test(tc, test_clock_check_refuses, 0, modes);
+	tcase_add_loop_test(tc, test_clock_check_preempted, 0, modes);
 	suite_add_tcase(suite, tc);
 	return suite;
 }
