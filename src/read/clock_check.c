@@ -11,9 +11,6 @@
 #include "timespec_ns.h"
 #include "wiped.h"
 
-/* The earliest a refused line is checked again. */
-static uint64_t clock_check_retry_tsc;
-
 /* The fast read's deadline, the sooner of the judgement's and the check's,
  * stored again while either moved meanwhile: two threads storing at once
  * leave the later values, not the earlier. */
@@ -84,7 +81,7 @@ static bool clock_check_distance(struct calib_line line, uint64_t *tsc_out, uint
  * libc may make so again at once. */
 static void clock_check_retry_later(struct calib_line line, uint64_t tsc)
 {
-	__atomic_store_n(&clock_check_retry_tsc,
+	__atomic_store_n(&wiped.words.check_retry_tsc,
 			 tsc + calib_line_ticks_for_ns(line.mult, CLOCK_CHECK_RETRY_NS),
 			 __ATOMIC_RELAXED);
 	__atomic_store_n(&wiped.words.checked_until_tsc, 0, __ATOMIC_SEQ_CST);
@@ -133,7 +130,7 @@ bool clock_check(uint64_t tsc, struct calib_line monotonic)
 		return true;
 	}
 	if (until == 0 &&
-	    (int64_t)(tsc - __atomic_load_n(&clock_check_retry_tsc, __ATOMIC_RELAXED)) < 0)
+	    (int64_t)(tsc - __atomic_load_n(&wiped.words.check_retry_tsc, __ATOMIC_RELAXED)) < 0)
 		return false;
 	if (__atomic_exchange_n(&wiped.words.checking, true, __ATOMIC_ACQ_REL))
 		return false;

@@ -41,6 +41,8 @@ void wiped_zero(void)
 		__atomic_store_n(&words->judged_until_given_tsc, 0, __ATOMIC_RELEASE);
 	if (__atomic_load_n(&words->checked_until_tsc, __ATOMIC_RELAXED) != 0)
 		__atomic_store_n(&words->checked_until_tsc, 0, __ATOMIC_RELEASE);
+	if (__atomic_load_n(&words->check_retry_tsc, __ATOMIC_RELAXED) != 0)
+		__atomic_store_n(&words->check_retry_tsc, 0, __ATOMIC_RELEASE);
 	if (__atomic_load_n(&words->time_ns_pid, __ATOMIC_RELAXED) != 0)
 		__atomic_store_n(&words->time_ns_pid, 0, __ATOMIC_RELEASE);
 	if (__atomic_load_n(&words->remapping, __ATOMIC_RELAXED))

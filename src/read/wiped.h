@@ -23,6 +23,8 @@ struct wiped_words {
 	 * the page's judgement gave, and the one the lines' check gave. */
 	uint64_t judged_until_given_tsc;
 	uint64_t checked_until_tsc;
+	/* The earliest a line refused by a check is checked again. */
+	uint64_t check_retry_tsc;
 	/* The process found in the serving page's time namespace
 	 * (service_page_time_namespace_checked). */
 	pid_t time_ns_pid;
