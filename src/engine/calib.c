@@ -379,6 +379,20 @@ struct calib_sample calib_sample_toward(struct calib_sample sample, struct calib
 	return sample;
 }
 
+bool calib_sample_agrees(struct calib_sample sample, struct calib_sample reference, uint64_t mult,
+			 uint64_t slack_ns)
+{
+	int64_t ticks = (int64_t)(sample.tsc - reference.tsc);
+	uint64_t aimed, apart;
+
+	if (mult == 0)
+		return false;
+	/* Both midpoints, as calib_sample_toward aims them. */
+	aimed = reference.ns + (uint64_t)(int64_t)(((__int128)ticks * (__int128)mult) >> 64);
+	apart = aimed > sample.ns ? aimed - sample.ns : sample.ns - aimed;
+	return apart <= sample.width_ns / 2 + reference.width_ns / 2 + slack_ns;
+}
+
 uint64_t calib_first_line_due_ns(const struct calib_cpu *cpu)
 {
 	unsigned __int128 baseline;

@@ -178,6 +178,13 @@ bool calib_slope_estimate(const struct calib_cpu *cpu, const struct calib_sample
  * really differ by more than a sandwich. Unchanged when mult is 0. */
 struct calib_sample calib_sample_toward(struct calib_sample sample, struct calib_sample reference,
 					uint64_t mult);
+/* Whether reference's sample, extended at mult to sample's counter value,
+ * puts the kernel's clock within half of each sandwich plus slack_ns of
+ * sample's midpoint: the counter sample was read from agrees with the one
+ * reference was read from, as far as the two sandwiches can tell. False
+ * when mult is 0. */
+bool calib_sample_agrees(struct calib_sample sample, struct calib_sample reference, uint64_t mult,
+			 uint64_t slack_ns);
 
 /* When (kernel ns) a CPU that has an anchor but no line can have its first
  * line, if the next sandwich is as wide as the anchor's; 0 when it has a

@@ -335,6 +335,8 @@ void lines_cpu_leaves(uint32_t cpu)
 		c->unreachable_until_ns = 0;
 		c->unreachable_backoff_ns = 0;
 		c->unreachable_last_ns = 0;
+		c->agrees = false;
+		c->carried_rounds = 0;
 	}
 	if (c->allowed)
 		table_set_calibrated(cpu, false);
@@ -559,6 +561,25 @@ void lines_cpu_note_look(uint32_t cpu, int64_t error_ns, uint64_t mono_ns)
 {
 	lines_cpus[cpu].look_error_ns = error_ns;
 	lines_cpus[cpu].look_mono_ns = mono_ns;
+}
+
+/* Notes whether cpu's sample agreed with the round's narrowest. */
+void lines_cpu_note_agreement(uint32_t cpu, bool agrees)
+{
+	lines_cpus[cpu].agrees = agrees;
+	lines_cpus[cpu].carried_rounds = 0;
+}
+
+/* Counts one more round that carried cpu's line. */
+unsigned lines_cpu_note_carried(uint32_t cpu)
+{
+	return ++lines_cpus[cpu].carried_rounds;
+}
+
+/* Has the next round visit cpu, whose line a look found off. */
+void lines_cpu_found_off(uint32_t cpu)
+{
+	lines_cpus[cpu].agrees = false;
 }
 
 /* Takes cpu's raw line from readers: they answer CLOCK_MONOTONIC_RAW with

@@ -61,6 +61,13 @@ struct lines_cpu {
 	uint64_t unreachable_until_ns;
 	uint64_t unreachable_backoff_ns;
 	uint64_t unreachable_last_ns;
+	/* Its counter agreed with the round's narrowest sample, taken on
+	 * another CPU, at its last visit, and no look found its line off
+	 * since: rounds may carry its line on that sample instead of pinning
+	 * the thread there (round.c), for carried_rounds rounds in a row at
+	 * most ROUND_VISIT_EVERY - 1. */
+	bool agrees;
+	unsigned carried_rounds;
 };
 
 /* Every CPU's entry, CPU_MAX_CPUS of them: NULL until lines_map. A megabyte
@@ -169,6 +176,13 @@ void lines_cpu_set_node(uint32_t cpu, uint32_t node);
 /* Notes what a look found on cpu's line: the kernel's clock minus the line
  * (error_ns) at mono_ns, which the next look compares with. */
 void lines_cpu_note_look(uint32_t cpu, int64_t error_ns, uint64_t mono_ns);
+/* A round's visit to cpu judged its sample against the round's narrowest
+ * (agrees: calib_sample_agrees); its count of carried rounds starts over. */
+void lines_cpu_note_agreement(uint32_t cpu, bool agrees);
+/* A round carried cpu's line; returns how many rounds in a row it was. */
+unsigned lines_cpu_note_carried(uint32_t cpu);
+/* A look found cpu's line off: the next round visits it, not carry it. */
+void lines_cpu_found_off(uint32_t cpu);
 /* Takes cpu's CLOCK_MONOTONIC_RAW line from readers (raw_lines.h). */
 void lines_raw_withdraw(uint32_t cpu);
 

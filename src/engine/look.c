@@ -131,12 +131,19 @@ enum look_verdict look_once(void)
 	lines_cpu_note_look(cpu, error, sample.ns);
 	/* Stale lines are not brought back as they are: their readers answer
 	 * with libc, and the round due now restarts each line there. */
-	if (lines_lapsed() || !look_renew(c, &sample, error))
+	if (lines_lapsed())
 		return LOOK_ROUND_DUE;
+	/* A line found off is visited by the round due now, not carried on
+	 * another CPU's sample (round_visit_needed). */
+	if (!look_renew(c, &sample, error)) {
+		lines_cpu_found_off(cpu);
+		return LOOK_ROUND_DUE;
+	}
 	if (!watch_line_holds(line, &sample, WATCH_LINE_TOLERANCE_NS)) {
 		debug_log("watch: cpu %u's line is %+lld ns from the kernel's clock (sandwich %llu "
 			  "ns): refreshing now",
 			  cpu, (long long)error, (unsigned long long)sample.width_ns);
+		lines_cpu_found_off(cpu);
 		return LOOK_ROUND_DUE;
 	}
 	if (!raw_lines_look(cpu, LOOK_SANDWICHES))

@@ -70,6 +70,11 @@ void placement_describe_machine(void)
 	placement.whole_cpuset = true;
 }
 
+bool placement_whole_machine(void)
+{
+	return placement.whole_cpuset;
+}
+
 void placement_set_thread(pid_t tid)
 {
 	__atomic_store_n(&placement.tid, tid, __ATOMIC_RELAXED);

@@ -24,6 +24,8 @@ bool placement_read_affinity(void);
 /* The tools' rounds visit every online CPU their cpuset allows, whatever
  * the caller's own affinity: they describe the machine. */
 void placement_describe_machine(void);
+/* Whether the rounds describe the machine (the tools), every CPU as it is. */
+bool placement_whole_machine(void);
 /* The refresh thread's id, for a reader that moves it back; 0 where none
  * runs (it left, a fork child, the tools' own rounds). */
 void placement_set_thread(pid_t tid);

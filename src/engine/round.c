@@ -20,6 +20,7 @@
 #include "sandwich.h"
 #include "start_data.h"
 #include "table.h"
+#include "verdict.h"
 
 /* One round's samples of each kind of line, taken before any line moves
  * (too large for the thread's stack on machines with thousands of CPUs):
@@ -114,6 +115,24 @@ static bool round_visit_skipped(uint32_t cpu, uint64_t now)
 	return lines_cpus[cpu].unreachable_until_ns > now && (unsigned)sched_getcpu() != cpu;
 }
 
+bool round_visit_needed(const struct lines_cpu *c, bool here, bool may_carry)
+{
+	return here || !may_carry || !raw_lines_cpu_answers(c) || !c->agrees ||
+	       c->carried_rounds + 1 >= ROUND_VISIT_EVERY;
+}
+
+/* Whether this round may carry lines rather than visit their CPUs: the
+ * kernel reads the counter itself (it checked that every CPU's counter
+ * agrees, and keeps checking), the round begins on one of the CPUs it
+ * visits (its sample is taken without a move), no discontinuity asks
+ * every line to start over, and the round is the library's own (the
+ * tools describe every CPU as it is). */
+static bool round_may_carry(const unsigned long *visit, uint32_t here, bool restart)
+{
+	return !restart && here < CPU_MAX_CPUS && cpu_mask_has(visit, here) &&
+	       verdict_kernel_reads_counter() && !placement_whole_machine();
+}
+
 /* Leaves out of this round's lines the samples a later visit made old (it
  * waited to run on its CPU): a line drawn through one would be off by the
  * kernel's rate change times that wait. Their lines are withdrawn, and the
@@ -154,9 +173,15 @@ struct round_pass {
 	unsigned long usable_cpus[PLACEMENT_MASK_WORDS], resting_cpus[PLACEMENT_MASK_WORDS];
 	/* The CPUs whose monotonic line the round renewed. */
 	unsigned long renewed[PLACEMENT_MASK_WORDS];
+	/* The CPUs whose lines the round carries on its narrowest samples
+	 * rather than visit (round_carry). */
+	unsigned long carried[PLACEMENT_MASK_WORDS];
 	struct round_kind kinds[CLOCK_LINES_COUNT];
 	uint64_t start_ns;
 	unsigned usable; /* CPUs pinned to, or left to their validity */
+	uint32_t here;	 /* the CPU the round began on; CPU_MAX_CPUS: unknown */
+	bool may_carry;	 /* round_may_carry */
+	bool moved;	 /* someone else moved the thread: no more visits */
 };
 
 /* Begins a round: the other clocks' offsets renewed, the CPUs to visit
@@ -164,6 +189,9 @@ struct round_pass {
 static void round_begin(struct round_pass *r)
 {
 	r->start_ns = libc_monotonic_ns();
+	int on = sched_getcpu();
+
+	r->here = on < 0 ? CPU_MAX_CPUS : (uint32_t)on;
 	__atomic_store_n(&round_in_progress, true, __ATOMIC_RELAXED);
 	offsets_renew(false);
 	placement_round_begin(r->visit, r->home);
@@ -171,6 +199,8 @@ static void round_begin(struct round_pass *r)
 	memset(r->usable_cpus, 0, sizeof r->usable_cpus);
 	memset(r->resting_cpus, 0, sizeof r->resting_cpus);
 	memset(r->renewed, 0, sizeof r->renewed);
+	memset(r->carried, 0, sizeof r->carried);
+	r->moved = false;
 	for (enum clock_lines kind = 0; kind < CLOCK_LINES_COUNT; kind++) {
 		struct round_kind *k = &r->kinds[kind];
 
@@ -229,6 +259,12 @@ static bool round_visit(struct round_pass *r, uint32_t cpu)
 		r->usable++;
 		return true;
 	}
+	/* A CPU whose counter agrees with the others costs no move: its
+	 * line is carried (round_carry). */
+	if (!round_visit_needed(&lines_cpus[cpu], cpu == r->here, r->may_carry)) {
+		cpu_mask_set(r->carried, cpu);
+		return true;
+	}
 	visit_start = libc_monotonic_ns();
 	placement_visit_begin(cpu);
 	/* Outside this process's cpuset the kernel refuses the pin:
@@ -236,8 +272,10 @@ static bool round_visit(struct round_pass *r, uint32_t cpu)
 	 * someone else meanwhile: the mask stays as they set it. */
 	if (!placement_pin(cpu)) {
 		round_visit_end(cpu, visit_start);
-		if (placement_moved())
+		if (placement_moved()) {
+			r->moved = true;
 			return false;
+		}
 		lines_cpu_leaves(cpu);
 		return true;
 	}
@@ -251,6 +289,94 @@ static bool round_visit(struct round_pass *r, uint32_t cpu)
 	if (round_visit_end(cpu, visit_start) && taken)
 		round_gather(r, CLOCK_LINES_MONOTONIC, cpu);
 	return true;
+}
+
+/* Whether lines can be carried on the round's narrowest sample: there is
+ * one, the machine's rate is known, and no later visit made it old (it
+ * waited to run on its CPU: round_forget_old_samples). */
+static bool round_carry_possible(const struct round_pass *r)
+{
+	const struct round_kind *mono = &r->kinds[CLOCK_LINES_MONOTONIC];
+
+	return mono->narrowest.width_ns != UINT64_MAX && mono->shared_mult != 0 &&
+	       libc_monotonic_ns() - mono->narrowest.ns <= PLACEMENT_VISIT_MAX_NS;
+}
+
+/* Visits the CPUs of the round, or carries their lines. Lines are carried
+ * only on a fresh sample at a known rate. Without one (the visit here was
+ * held until its sample was old, or its line had just restarted), the CPUs
+ * meant to be carried are visited in this round after all: left
+ * unsampled, every line would be withdrawn until the next round, which may
+ * be a second away, and then restart at a rate learned across whatever the
+ * kernel's clock did meanwhile. */
+static void round_visit_all(struct round_pass *r, bool restart)
+{
+	unsigned long again[PLACEMENT_MASK_WORDS];
+	const unsigned long *pass = r->visit;
+
+	r->may_carry = round_may_carry(r->visit, r->here, restart);
+	for (;;) {
+		for (uint32_t cpu = cpu_mask_next(pass, PLACEMENT_MASK_WORDS, 0);
+		     cpu < CPU_MAX_CPUS; cpu = cpu_mask_next(pass, PLACEMENT_MASK_WORDS, cpu + 1))
+			if (!round_visit(r, cpu))
+				break;
+		if (!r->may_carry || r->moved || round_carry_possible(r))
+			break;
+		memcpy(again, r->carried, sizeof again);
+		memset(r->carried, 0, sizeof r->carried);
+		pass = again;
+		r->may_carry = false;
+	}
+	/* The carried CPUs count as pinned to: the thread may rest there. */
+	for (uint32_t cpu = cpu_mask_next(r->carried, PLACEMENT_MASK_WORDS, 0); cpu < CPU_MAX_CPUS;
+	     cpu = cpu_mask_next(r->carried, PLACEMENT_MASK_WORDS, cpu + 1)) {
+		cpu_mask_set(r->usable_cpus, cpu);
+		cpu_mask_set(r->resting_cpus, cpu);
+		r->usable++;
+	}
+}
+
+/* Notes, for each CPU the round sampled itself, whether its sample agreed
+ * with the round's narrowest (calib_sample_agrees): whether later rounds
+ * may carry its line. Before the samples are aimed. */
+static void round_judge_agreement(const struct round_pass *r)
+{
+	const struct round_kind *mono = &r->kinds[CLOCK_LINES_MONOTONIC];
+
+	for (uint32_t cpu = cpu_mask_next(mono->sampled, PLACEMENT_MASK_WORDS, 0);
+	     cpu < CPU_MAX_CPUS; cpu = cpu_mask_next(mono->sampled, PLACEMENT_MASK_WORDS, cpu + 1))
+		lines_cpu_note_agreement(
+		    cpu,
+		    calib_sample_agrees(round_samples[CLOCK_LINES_MONOTONIC][cpu], mono->narrowest,
+					mono->shared_mult, ROUND_AGREE_SLACK_NS));
+}
+
+/* Carries the line of each CPU in r->carried on the round's narrowest
+ * sample of each kind: drawn from it as if taken there, which is what that
+ * CPU's own sample found at its last visit, within the two sandwiches.
+ * None is carried without a fresh narrowest sample and the machine's rate:
+ * those lines are left unsampled, withdrawn, and visited next round. A raw
+ * line is carried where the round has a raw sample at all. */
+static void round_carry(struct round_pass *r)
+{
+	struct round_kind *mono = &r->kinds[CLOCK_LINES_MONOTONIC];
+	struct round_kind *raw = &r->kinds[CLOCK_LINES_RAW];
+
+	if (!round_carry_possible(r))
+		return;
+	for (uint32_t cpu = cpu_mask_next(r->carried, PLACEMENT_MASK_WORDS, 0); cpu < CPU_MAX_CPUS;
+	     cpu = cpu_mask_next(r->carried, PLACEMENT_MASK_WORDS, cpu + 1)) {
+		unsigned in_a_row = lines_cpu_note_carried(cpu);
+
+		round_samples[CLOCK_LINES_MONOTONIC][cpu] = mono->narrowest;
+		cpu_mask_set(mono->sampled, cpu);
+		if (raw->narrowest.width_ns != UINT64_MAX) {
+			round_samples[CLOCK_LINES_RAW][cpu] = raw->narrowest;
+			cpu_mask_set(raw->sampled, cpu);
+		}
+		debug_log("cpu %u: carried on the round's narrowest sample (%u in a row)", cpu,
+			  in_a_row);
+	}
 }
 
 /* Aims each sample of kind at the round's narrowest sandwich of kind,
@@ -370,13 +496,12 @@ struct round_result round_run(uint64_t scheduled_ns, bool restart)
 	bool steady, relaunched;
 
 	round_begin(&r);
-	for (uint32_t cpu = cpu_mask_next(r.visit, PLACEMENT_MASK_WORDS, 0); cpu < CPU_MAX_CPUS;
-	     cpu = cpu_mask_next(r.visit, PLACEMENT_MASK_WORDS, cpu + 1))
-		if (!round_visit(&r, cpu))
-			break;
+	round_visit_all(&r, restart);
 	/* The monotonic samples only: a raw line is drawn only where the
 	 * monotonic one is (round_draw). */
 	round_forget_old_samples(r.kinds[CLOCK_LINES_MONOTONIC].sampled);
+	round_judge_agreement(&r);
+	round_carry(&r);
 	next_interval_ns = round_aim(&r, CLOCK_LINES_MONOTONIC, scheduled_ns, restart);
 	raw_wanted = round_aim(&r, CLOCK_LINES_RAW, scheduled_ns, restart);
 	if (raw_wanted < next_interval_ns)

@@ -23,6 +23,14 @@ _Static_assert(ROUND_SANDWICHES <= SANDWICH_MAX_PER_VISIT, "a visit's sandwiches
  * the shortest a calibration allows. */
 #define ROUND_FIRST_INTERVAL_NS CALIB_MIN_INTERVAL_NS
 
+/* A CPU whose counter agreed with the others at its last visit is visited
+ * at least every this many rounds; between, a round carries its line on
+ * the round's narrowest sample (round_visit_needed). */
+#define ROUND_VISIT_EVERY 16u
+/* How far beyond half of each sandwich two CPUs' samples may place the
+ * kernel's clock and still count as agreeing (calib_sample_agrees). */
+#define ROUND_AGREE_SLACK_NS 100u
+
 /* What a round found. */
 struct round_result {
 	unsigned with_line; /* CPUs whose line answers readers */
@@ -56,6 +64,15 @@ uint64_t round_interval_after(unsigned round, uint64_t configured_ns);
  * baseline the first-line rule needs, plus a tenth), or when a CPU whose
  * line a skipped visit withdrew may be visited again. */
 uint64_t round_next_deadline(uint64_t scheduled_ns);
+/* Whether a round visits the CPU whose state is c (pins the thread there
+ * and samples it), rather than carry its line on the round's narrowest
+ * sample: always the CPU the round begins on (here), which costs no move,
+ * and every CPU unless carrying is allowed this round (may_carry: the
+ * kernel itself reads the counter, no discontinuity to restart from);
+ * else a CPU whose line does not answer, whose counter did not agree with
+ * the others at its last visit (or a look found its line off since), or
+ * that was carried ROUND_VISIT_EVERY - 1 rounds in a row. */
+bool round_visit_needed(const struct lines_cpu *c, bool here, bool may_carry);
 /* In a fork child: a round the fork cut short may have left a CPU's state
  * half-written; the calibration starts over rather than trust it. */
 void round_after_fork(void);

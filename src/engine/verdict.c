@@ -156,6 +156,11 @@ bool verdict_trusted(void)
 	return verdict.trusted;
 }
 
+bool verdict_kernel_reads_counter(void)
+{
+	return verdict.facts.clocksource_kind == CPU_CLOCKSOURCE_TSC;
+}
+
 struct cpu_reading verdict_reading(void)
 {
 	return verdict.reading;

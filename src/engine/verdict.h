@@ -17,6 +17,10 @@
 const char *verdict_unusable(void);
 /* Whether the lines may answer (evidence.h), as of the last round. */
 bool verdict_trusted(void);
+/* Whether the kernel's own clock reads the counter (clocksource tsc): it
+ * checked that every CPU's counter agrees, and keeps checking. False once
+ * the sandwiches saw the kernel's clock leave the counter. */
+bool verdict_kernel_reads_counter(void);
 /* How readers read the counter and the CPU id. */
 struct cpu_reading verdict_reading(void);
 /* How the sandwiches read them: ordered wherever the CPU allows it,

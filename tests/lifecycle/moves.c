@@ -27,7 +27,9 @@
  *                     loop moving from CPU to CPU), fifo-all (one on every
  *                     CPU), held (the tap holds the thread) or held-visit
  *                     (the tap holds it in a round, on a visit to a CPU,
- *                     which is then left for a while); the slew
+ *                     which is then left for a while: the lines of the
+ *                     other CPUs answer from the TSC again within
+ *                     MOVES_BACK_AFTER_HOLD_MS of the hold's end); the slew
  *                     stops under the load. Whoever answers (the lines or
  *                     libc), CLOCK_MONOTONIC, CLOCK_BOOTTIME,
  *                     CLOCK_REALTIME, CLOCK_TAI and CLOCK_MONOTONIC_RAW
@@ -753,6 +755,93 @@ static void moves_follow_every_cpu(const char *load, int64_t ppm, unsigned ms,
 	}
 }
 
+/* How long after the tap let go of a visit it held the lines of the other
+ * CPUs must answer again: well before the rounds visit the held CPU again
+ * (ROUND_UNREACHABLE_FIRST_NS in round.h, 1 s), which is what a round that
+ * left them unsampled would wait for. */
+#define MOVES_BACK_AFTER_HOLD_MS 700u
+
+/* One reader after a held visit, pinned to one CPU: whether the library
+ * answered it from the TSC within MOVES_BACK_AFTER_HOLD_MS, and when. */
+struct moves_back_reader {
+	int cpu;
+	uint64_t released_ns;
+	uint64_t back_ns; /* 0: never */
+};
+
+static void *moves_back_read(void *arg)
+{
+	struct moves_back_reader *reader = arg;
+	uint64_t end = reader->released_ns + MOVES_BACK_AFTER_HOLD_MS * LIFE_NS_PER_MS;
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(reader->cpu, &set);
+	if (sched_setaffinity(0, sizeof set, &set) != 0)
+		life_fail("cannot pin a reader to cpu %d", reader->cpu);
+	while (life_libc_mono_ns() < end) {
+		uint64_t before = life_fallthrough();
+		struct timespec ts;
+
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		if (life_fallthrough() == before) {
+			reader->back_ns = life_libc_mono_ns() - reader->released_ns;
+			break;
+		}
+		life_sleep_ms(1);
+	}
+	return NULL;
+}
+
+/* Once the tap lets go of the visit it held, the lines of every CPU but
+ * the one the visit was to answer again from the TSC, soon: the round that
+ * was held goes on to the CPUs it had not sampled, rather than leave them
+ * all to libc until the held CPU may be visited again, and then restart
+ * them at a rate learned across the slew's end. Runs beside the phase that
+ * follows the load's end (readers on every CPU, each stopping at its first
+ * answer from the TSC). */
+struct moves_back {
+	unsigned n;
+	struct moves_back_reader readers[64];
+	pthread_t threads[64];
+};
+
+static void moves_back_begin(struct moves_back *back)
+{
+	int cpus[64];
+	uint64_t now = life_libc_mono_ns();
+
+	back->n = life_cpus(cpus, 64);
+	for (unsigned i = 0; i < back->n; i++) {
+		back->readers[i] = (struct moves_back_reader){ .cpu = cpus[i], .released_ns = now };
+		if (pthread_create(&back->threads[i], NULL, moves_back_read, &back->readers[i]) !=
+		    0)
+			life_fail("cannot start a reader");
+	}
+}
+
+static void moves_back_end(struct moves_back *back)
+{
+	unsigned answered = 0;
+
+	for (unsigned i = 0; i < back->n; i++) {
+		pthread_join(back->threads[i], NULL);
+		if (back->readers[i].back_ns != 0) {
+			answered++;
+			life_say("after the held visit, cpu %d answered from the TSC %.1f ms after "
+				 "the hold ended",
+				 back->readers[i].cpu, (double)back->readers[i].back_ns / 1e6);
+		} else {
+			life_say("after the held visit, cpu %d answered only with libc for %u ms",
+				 back->readers[i].cpu, MOVES_BACK_AFTER_HOLD_MS);
+		}
+	}
+	if (back->n >= 2 && answered + 1 < back->n)
+		life_fail("%u of %u CPUs answered only with libc for %u ms after the held visit "
+			  "ended: the round left the CPUs it did not visit unsampled",
+			  back->n - answered, back->n, MOVES_BACK_AFTER_HOLD_MS);
+}
+
 /* The slew test beside a load: the kernel's clock slews, the load begins,
  * the slew stops 1 s later while the load runs (a line that learned the
  * slewed rate then parts from the kernel's clock), and the load ends 1 s
@@ -762,6 +851,7 @@ static void moves_slew_under(const char *name, int64_t ppm)
 	unsigned scale = life_soak() ? 5 : 1;
 	struct moves_follow before[MOVES_TRACKED] = { 0 }, during[MOVES_TRACKED],
 			    after[MOVES_TRACKED];
+	struct moves_back back;
 	enum moves_load load;
 
 	if (strcmp(name, "fifo-hop") == 0)
@@ -803,7 +893,11 @@ static void moves_slew_under(const char *name, int64_t ppm)
 	moves_follow_from(after, during);
 	moves_follow_for(1000 * scale, after);
 	moves_load_end(load);
+	if (load == MOVES_LOAD_HELD_VISIT)
+		moves_back_begin(&back);
 	moves_follow_for(700, after);
+	if (load == MOVES_LOAD_HELD_VISIT)
+		moves_back_end(&back);
 	moves_judge_under(name, ppm, "while it slewed", during, MOVES_SLEW_ERROR_NS);
 	moves_judge_under(name, ppm, "after it, until the load ended", after, MOVES_SLEW_ERROR_NS);
 	/* Long enough for a CPU the rounds skipped after a stuck visit (1 s,

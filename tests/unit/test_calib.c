@@ -965,6 +965,38 @@ START_TEST(test_calib_sample_toward)
 }
 END_TEST
 
+/* Two samples agree where the reference, extended at the slope, lands
+ * within half of each sandwich plus the slack of the sample's midpoint,
+ * on either side and across the counter either way; not beyond, and never
+ * without a slope. */
+START_TEST(test_calib_sample_agrees)
+{
+	const uint64_t mult = 1ull << 63; /* 0.5 ns per tick */
+	struct calib_sample reference = { .tsc = 1000000, .ns = 5000000, .width_ns = 30 };
+	struct calib_sample sample = { .tsc = 1000200, .ns = 5000100, .width_ns = 50 };
+
+	/* Exactly where the reference puts it, then at the edge (15 + 25 + 10). */
+	ck_assert(calib_sample_agrees(sample, reference, mult, 10));
+	sample.ns = 5000100 + 50;
+	ck_assert(calib_sample_agrees(sample, reference, mult, 10));
+	sample.ns = 5000100 + 51;
+	ck_assert(!calib_sample_agrees(sample, reference, mult, 10));
+	ck_assert(calib_sample_agrees(sample, reference, mult, 11));
+	sample.ns = 5000100 - 50;
+	ck_assert(calib_sample_agrees(sample, reference, mult, 10));
+	sample.ns = 5000100 - 51;
+	ck_assert(!calib_sample_agrees(sample, reference, mult, 10));
+	/* A counter read before the reference's, and one a microsecond off. */
+	sample.tsc = 999000;
+	sample.ns = 4999500;
+	ck_assert(calib_sample_agrees(sample, reference, mult, 0));
+	sample.ns = 4999500 + 1000;
+	ck_assert(!calib_sample_agrees(sample, reference, mult, 100));
+	sample.ns = 4999500;
+	ck_assert(!calib_sample_agrees(sample, reference, 0, 100));
+}
+END_TEST
+
 /* A CPU whose own rate differs from the machine's by more than sandwich
  * noise explains keeps its own slope; one within it takes the machine's. */
 START_TEST(test_calib_shared_slope_disagrees)
@@ -1428,6 +1460,7 @@ Suite *suite_calib(void)
 	tcase_add_loop_test(tc, test_calib_slope_estimate, 0, CALIB_CASES);
 	tcase_add_loop_test(tc, test_calib_wide_sandwich_aimed, 0, CALIB_CASES);
 	tcase_add_test(tc, test_calib_sample_toward);
+	tcase_add_test(tc, test_calib_sample_agrees);
 	tcase_add_loop_test(tc, test_calib_medium_kernel_jump, 0, CALIB_CASES);
 	tcase_add_loop_test(tc, test_calib_large_kernel_jump, 0, CALIB_CASES);
 	suite_add_tcase(suite, tc);

@@ -4,22 +4,27 @@
  * thread is started here. */
 #include "config.h"
 
+#include <sched.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "api_choice.h"
 #include "clock.h"
 #include "libc.h"
 #include "lines.h"
+#include "look.h"
 #include "placement.h"
 #include "raw_lines.h"
 #include "refresh.h"
 #include "round.h"
 #include "table.h"
 #include "unit.h"
+#include "verdict.h"
 #include "watch.h"
 
 static struct settings refresh_test_settings(bool disabled)
@@ -328,6 +333,112 @@ START_TEST(test_refresh_skips_grow_while_taken)
 }
 END_TEST
 
+/* Which CPUs a round visits: the one it begins on, every one where no
+ * line may be carried, and else only those whose lines (monotonic and
+ * raw) do not answer, whose counter did not agree at the last visit, or
+ * that were carried ROUND_VISIT_EVERY - 1 rounds in a row; the others'
+ * lines are carried. */
+START_TEST(test_refresh_round_visits)
+{
+	struct lines_cpu c;
+
+	memset(&c, 0, sizeof c);
+	c.allowed = true;
+	c.calib[CLOCK_LINES_MONOTONIC].line.mult = 1ull << 63;
+	c.calib[CLOCK_LINES_RAW].line.mult = 1ull << 63;
+	c.agrees = true;
+	for (c.carried_rounds = 0; c.carried_rounds + 1 < ROUND_VISIT_EVERY; c.carried_rounds++) {
+		ck_assert(!round_visit_needed(&c, false, true));
+		ck_assert(round_visit_needed(&c, true, true));
+		ck_assert(round_visit_needed(&c, false, false));
+	}
+	ck_assert(round_visit_needed(&c, false, true));
+	c.carried_rounds = 0;
+	c.agrees = false;
+	ck_assert(round_visit_needed(&c, false, true));
+	c.agrees = true;
+	c.withdrawn[CLOCK_LINES_MONOTONIC] = true;
+	ck_assert(round_visit_needed(&c, false, true));
+	c.withdrawn[CLOCK_LINES_MONOTONIC] = false;
+	c.withdrawn[CLOCK_LINES_RAW] = true;
+	ck_assert(round_visit_needed(&c, false, true));
+	c.withdrawn[CLOCK_LINES_RAW] = false;
+	c.calib[CLOCK_LINES_RAW].line.mult = 0;
+	ck_assert(round_visit_needed(&c, false, true));
+	c.calib[CLOCK_LINES_RAW].line.mult = 1ull << 63;
+	c.dropped = true;
+	ck_assert(round_visit_needed(&c, false, true));
+	c.dropped = false;
+	c.allowed = false;
+	ck_assert(round_visit_needed(&c, false, true));
+	c.allowed = true;
+	ck_assert(!round_visit_needed(&c, false, true));
+	/* A CPU that leaves is visited again when it comes back. */
+	lines_cpus[5] = c;
+	lines_cpu_leaves(5);
+	lines_cpus[5].allowed = true;
+	lines_cpus[5].calib[CLOCK_LINES_MONOTONIC].line.mult = 1ull << 63;
+	lines_cpus[5].calib[CLOCK_LINES_RAW].line.mult = 1ull << 63;
+	ck_assert(round_visit_needed(&lines_cpus[5], false, true));
+	memset(lines_cpus, 0, CPU_MAX_CPUS * sizeof *lines_cpus);
+	memset(&table_page.shared, 0, sizeof table_page.shared);
+}
+END_TEST
+
+/* Sleeps ms milliseconds. */
+static void refresh_test_nap(long ms)
+{
+	struct timespec nap = { 0, ms * 1000000L };
+
+	nanosleep(&nap, NULL);
+}
+
+/* A look that finds the line of the CPU it runs on off (beyond the
+ * tolerance, short of a discontinuity) calls a round, and that CPU is
+ * visited by it, not carried; a look that finds the line right leaves it
+ * to be carried. Real rounds and sandwiches, the test pinned to one CPU. */
+START_TEST(test_refresh_look_finds_line_off)
+{
+	cpu_set_t saved, one;
+	int here = sched_getcpu();
+	struct lines_cpu *c;
+	enum look_verdict seen;
+
+	libc_resolve();
+	verdict_read_kernel();
+	if (here < 0 || verdict_prepare(false) != NULL ||
+	    sched_getaffinity(0, sizeof saved, &saved) != 0) {
+		printf("look_finds_line_off: no counter to read here; not run\n");
+		return;
+	}
+	CPU_ZERO(&one);
+	CPU_SET(here, &one);
+	ck_assert_int_eq(sched_setaffinity(0, sizeof one, &one), 0);
+	ck_assert(placement_read_affinity());
+	c = &lines_cpus[here];
+	for (unsigned round = 0; round < 100 && !raw_lines_cpu_answers(c); round++) {
+		round_run(CALIB_MIN_INTERVAL_NS, false);
+		refresh_test_nap(20);
+	}
+	ck_assert(raw_lines_cpu_answers(c));
+	round_run(CALIB_MIN_INTERVAL_NS, false);
+	ck_assert(c->agrees);
+	refresh_test_nap(2);
+	(void)look_once();
+	ck_assert(c->agrees);
+	/* The line 100 us behind: twice the tolerance, far short of what
+	 * milliseconds between looks would make a discontinuity. */
+	refresh_test_nap(2);
+	c->calib[CLOCK_LINES_MONOTONIC].line.offset -= 100000u;
+	seen = look_once();
+	ck_assert_int_eq(seen, LOOK_ROUND_DUE);
+	ck_assert(!c->agrees);
+	ck_assert(round_visit_needed(c, false, true));
+	sched_setaffinity(0, sizeof saved, &saved);
+	memset(lines_cpus, 0, CPU_MAX_CPUS * sizeof *lines_cpus);
+}
+END_TEST
+
 /* A CPU whose calibration keeps failing answers with libc after 15 s of
  * failures with no success between, not before; a success in between starts
  * the count again. Fake monotonic times; the table is plain memory. */
@@ -408,6 +519,8 @@ Suite *suite_refresh(void)
 	tcase_add_test(tc, test_refresh_skips_grow_while_taken);
 	tcase_add_test(tc, test_refresh_window_walks_every_line);
 	tcase_add_test(tc, test_refresh_walks_read_allowed_entries_only);
+	tcase_add_test(tc, test_refresh_round_visits);
+	tcase_add_test(tc, test_refresh_look_finds_line_off);
 	tcase_add_test(tc, test_refresh_drop_after_15_s);
 	tcase_add_test(tc, test_refresh_clamp_after_tsc_answers);
 	suite_add_tcase(s, tc);
