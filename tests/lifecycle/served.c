@@ -94,6 +94,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
@@ -161,10 +162,13 @@ static void served_say_tracks(const struct served_tracks *t)
 	served_say_track("boot", &t->boot);
 }
 
-/* FASTTIME_PAGE's page, mapped read-only, or NULL. */
+/* FASTTIME_PAGE's page, mapped read-only, or NULL: none where the file is
+ * shorter than a page (a shrunk one, which the probe's own reads from the
+ * view would meet as SIGBUS). */
 static const struct table_page *served_page_view(void)
 {
 	const char *path = getenv("FASTTIME_PAGE");
+	struct stat st;
 	void *view;
 	int fd;
 
@@ -173,6 +177,10 @@ static const struct table_page *served_page_view(void)
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return NULL;
+	if (fstat(fd, &st) != 0 || st.st_size < (off_t)sizeof(struct table_page)) {
+		close(fd);
+		return NULL;
+	}
 	view = mmap(NULL, sizeof(struct table_page), PROT_READ, MAP_SHARED, fd, 0);
 	close(fd);
 	return view == MAP_FAILED ? NULL : view;
