@@ -1,5 +1,6 @@
 /* The page a calibration service (fasttimed, or the fasttime command for
- * the programs it runs) publishes: the table (table.h) in a file, which
+ * the programs it runs) publishes: the table (table.h) in a file (a
+ * sealed memfd, for a service not run as root), which
  * the service maps over its own table, read-write, and a served process
  * maps over its own, read-only. The engine and the read path then run
  * unchanged on both sides; only the served process's engine never runs.
@@ -312,7 +313,8 @@ struct service_page_writer {
 	char link[SERVICE_PAGE_LINK_MAX];
 };
 
-/* Makes the file beside path under a temporary name, with the table's
+/* Makes the file beside path under a temporary name (for a service not run
+ * as root, a sealed memfd, and a link to it there), with the table's
  * present contents and the header, and maps it over this process's table,
  * read-write: from then on the engine writes the page. Makes path's
  * directory if it is missing; refuses one that another user owns or that
