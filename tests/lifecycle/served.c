@@ -79,6 +79,9 @@
  *                     a new time namespace, CLOCK_MONOTONIC NS ns ahead,
  *                     and with noproc in a new mount namespace without
  *                     /proc (77 where the kernel refuses either)
+ *   no-memfd-run CMD...  (without the preload) runs CMD with
+ *                     memfd_create failing (ENOSYS), as on a kernel
+ *                     older than 3.17 (77 where no filter can be set)
  *
  * Every sample is a sandwich libc, preload, libc; the tap behind the
  * library tells an answer from the TSC from one by libc (life.c). */
@@ -104,6 +107,9 @@
 #include <ucontext.h>
 #include <unistd.h>
 #include <x86intrin.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 
 #include "life.h"
 #include "service_page.h"
@@ -874,6 +880,33 @@ static int served_timens_run(long mono_ns, bool hide_proc, char **argv)
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
+/* no-memfd-run: runs argv with memfd_create failing as on a kernel older
+ * than 3.17 (ENOSYS, by a seccomp filter, under no new privileges): a
+ * service not run as root can then make no sealed page. Exits 77 where
+ * the filter cannot be installed. */
+static int served_no_memfd_run(char **argv)
+{
+	struct sock_filter code[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_memfd_create, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog program = { .len = sizeof code / sizeof code[0], .filter = code };
+
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
+	    syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &program) != 0) {
+		fprintf(stderr, "no-memfd-run: no seccomp filter: %s\n", strerror(errno));
+		return 77;
+	}
+	execvp(argv[0], argv);
+	fprintf(stderr, "no-memfd-run: %s: %s\n", argv[0], strerror(errno));
+	return 127;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 2 && strcmp(argv[1], "layout") == 0) {
@@ -886,6 +919,8 @@ int main(int argc, char **argv)
 		       offsetof(struct table_page, calibrated));
 		return 0;
 	}
+	if (argc >= 3 && strcmp(argv[1], "no-memfd-run") == 0)
+		return served_no_memfd_run(argv + 2);
 	if (argc >= 5 && strcmp(argv[1], "timens-run") == 0)
 		return served_timens_run(strtol(argv[2], NULL, 10), strcmp(argv[3], "noproc") == 0,
 					 argv + 4);
@@ -923,6 +958,6 @@ int main(int argc, char **argv)
 	    stderr,
 	    "usage: served probe [WAIT_MS] | fork | fork-quiet | maps | watch | unshare-time "
 	    "[child|raw [thread|nofork]] | setns-time | stale-reads SERVICE_PID | timens-run NS "
-	    "proc|noproc CMD...\n");
+	    "proc|noproc CMD... | no-memfd-run CMD...\n");
 	return 99;
 }
