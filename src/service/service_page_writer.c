@@ -197,18 +197,22 @@ static void service_page_release_left_page(const char *path)
 	close(fd);
 }
 
+/* A memfd that can never be made executable (Linux 6.3), where the
+ * headers are older. */
+#ifndef MFD_NOEXEC_SEAL
+#define MFD_NOEXEC_SEAL 0x0008u
+#endif
+
 /* The page of a service not run as root: a memfd (its descriptor), which
  * service_page_seal seals once it has its size. Where the kernel refuses
  * executable memfds (vm.memfd_noexec), with the flag that asks for none;
  * an older kernel knows no such flag. */
 static int service_page_make_memfd(void)
 {
-#ifdef MFD_NOEXEC_SEAL
 	int fd = memfd_create("fasttime-page", MFD_CLOEXEC | MFD_ALLOW_SEALING | MFD_NOEXEC_SEAL);
 
 	if (fd >= 0 || errno != EINVAL)
 		return fd;
-#endif
 	return memfd_create("fasttime-page", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 }
 
@@ -233,8 +237,11 @@ static bool service_page_link(struct service_page_writer *writer, int fd, const 
 	int made;
 
 	if (snprintf(writer->link, sizeof writer->link, "/proc/%d/fd/%d", (int)getpid(), fd) >=
-	    (int)sizeof writer->link) {
+		(int)sizeof writer->link ||
+	    snprintf(writer->temporary, sizeof writer->temporary, "%s.XXXXXX", writer->path) >=
+		(int)sizeof writer->temporary) {
 		snprintf(error, error_len, "the page's link is too long");
+		writer->temporary[0] = '\0';
 		return false;
 	}
 	/* A name of its own, made as a file, then a link in its place: the
@@ -304,6 +311,8 @@ bool service_page_create(struct service_page_writer *writer, const char *path,
 	 * memfd can be made or sealed (an old kernel, a filter), a service
 	 * not run as root publishes nothing. */
 	writer->sealed = geteuid() != 0;
+	if (writer->sealed)
+		writer->temporary[0] = '\0'; /* named once sealed: service_page_link */
 	fd = writer->sealed ? service_page_make_memfd() : mkostemp(writer->temporary, O_CLOEXEC);
 	if (fd < 0) {
 		if (writer->sealed)
