@@ -79,6 +79,10 @@
  *                     a new time namespace, CLOCK_MONOTONIC NS ns ahead,
  *                     and with noproc in a new mount namespace without
  *                     /proc (77 where the kernel refuses either)
+ *   sealed-copy FILE LINK  (without the preload) FILE's bytes and mode
+ *                     in a sealed memfd that LINK names, as a service not
+ *                     run as root publishes its page; "ready", then held
+ *                     until SIGTERM
  *   no-memfd-run CMD...  (without the preload) runs CMD with
  *                     memfd_create failing (ENOSYS), as on a kernel
  *                     older than 3.17 (77 where no filter can be set)
@@ -880,6 +884,49 @@ static int served_timens_run(long mono_ns, bool hide_proc, char **argv)
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
+/* sealed-copy: the bytes and mode of file in a memfd sealed against
+ * shrinking and growing, named by link, a link to /proc/PID/fd/N, as a
+ * service not run as root names its page (a reader not run as root trusts
+ * no other page of its own user's); prints "ready", and holds it until
+ * SIGTERM, then removes the link. */
+static int served_sealed_copy(const char *file, const char *link)
+{
+	char target[64], buffer[65536];
+	struct stat st;
+	sigset_t set;
+	ssize_t got;
+	int in = open(file, O_RDONLY | O_CLOEXEC), fd, sig;
+
+	if (in < 0 || fstat(in, &st) != 0) {
+		fprintf(stderr, "sealed-copy: %s: %s\n", file, strerror(errno));
+		return 1;
+	}
+	fd = memfd_create("fasttime-copy", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (fd < 0) {
+		fprintf(stderr, "sealed-copy: memfd_create: %s\n", strerror(errno));
+		return 1;
+	}
+	while ((got = read(in, buffer, sizeof buffer)) > 0)
+		if (write(fd, buffer, (size_t)got) != got)
+			got = -1;
+	close(in);
+	snprintf(target, sizeof target, "/proc/%d/fd/%d", (int)getpid(), fd);
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	if (got < 0 || fchmod(fd, st.st_mode & 07777) != 0 ||
+	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0 ||
+	    (unlink(link) != 0 && errno != ENOENT) || symlink(target, link) != 0 ||
+	    sigprocmask(SIG_BLOCK, &set, NULL) != 0) {
+		fprintf(stderr, "sealed-copy: %s: %s\n", link, strerror(errno));
+		return 1;
+	}
+	printf("ready\n");
+	fflush(stdout);
+	sigwait(&set, &sig);
+	unlink(link);
+	return 0;
+}
+
 /* no-memfd-run: runs argv with memfd_create failing as on a kernel older
  * than 3.17 (ENOSYS, by a seccomp filter, under no new privileges): a
  * service not run as root can then make no sealed page. Exits 77 where
@@ -919,6 +966,8 @@ int main(int argc, char **argv)
 		       offsetof(struct table_page, calibrated));
 		return 0;
 	}
+	if (argc == 4 && strcmp(argv[1], "sealed-copy") == 0)
+		return served_sealed_copy(argv[2], argv[3]);
 	if (argc >= 3 && strcmp(argv[1], "no-memfd-run") == 0)
 		return served_no_memfd_run(argv + 2);
 	if (argc >= 5 && strcmp(argv[1], "timens-run") == 0)
@@ -958,6 +1007,6 @@ int main(int argc, char **argv)
 	    stderr,
 	    "usage: served probe [WAIT_MS] | fork | fork-quiet | maps | watch | unshare-time "
 	    "[child|raw [thread|nofork]] | setns-time | stale-reads SERVICE_PID | timens-run NS "
-	    "proc|noproc CMD... | no-memfd-run CMD...\n");
+	    "proc|noproc CMD... | no-memfd-run CMD... | sealed-copy FILE LINK\n");
 	return 99;
 }
