@@ -303,9 +303,11 @@ static int service_page_open_link(const char *path, const struct service_page_ex
 	/* Judged before it is opened: the link may outlive its service, and
 	 * its pid be another process's now. */
 	if (raw_syscall(SYS_newfstatat, AT_FDCWD, (long)target, (long)&link, 0, 0, 0) != 0) {
-		*refused = errno == ENOENT ? "its link leads nowhere (its service is gone, or "
-					     "this /proc shows another PID namespace)"
-					   : "its link cannot be followed (another user's service)";
+		*refused = errno == ENOENT
+			       ? "its link leads nowhere (its service is gone, or "
+				 "this /proc shows another PID namespace)"
+			       : "its link cannot be followed (a service of another user, or of "
+				 "another user namespace)";
 		return -1;
 	}
 	if (!S_ISREG(link.st_mode) || link.st_nlink != 0) {
