@@ -243,6 +243,131 @@ static const char *service_page_attach(const struct table_page *view, const stru
 	return NULL;
 }
 
+/* The end of a decimal number at text[at] (at most ten digits, no
+ * leading zero), or -1 where there is none. */
+static long service_page_number_end(const char *text, long at, long length)
+{
+	long end = at;
+
+	while (end < length && end - at <= 10 && text[end] >= '0' && text[end] <= '9')
+		end++;
+	if (end == at || end - at > 10 || (text[at] == '0' && end - at > 1))
+		return -1;
+	return end;
+}
+
+/* Whether the length bytes of text are "/proc/PID/fd/N": the one link a
+ * reader follows. */
+static bool service_page_link_form(const char *text, long length)
+{
+	long at;
+
+	if (length < 6 || memcmp(text, "/proc/", 6) != 0)
+		return false;
+	at = service_page_number_end(text, 6, length);
+	if (at < 0 || length - at < 4 || memcmp(text + at, "/fd/", 4) != 0)
+		return false;
+	return service_page_number_end(text, at + 4, length) == length;
+}
+
+/* The memfd a page's link leads to, opened once judged (service_page_open
+ * has found path a link). Never for a secure process (AT_SECURE), which
+ * trusts root's page only: root's is a file. */
+static int service_page_open_link(const char *path, const struct service_page_expect *expect,
+				  struct stat *st, const char **refused)
+{
+	char target[SERVICE_PAGE_LINK_MAX];
+	struct stat link;
+	long length;
+	int fd;
+
+	if (expect != NULL && getauxval(AT_SECURE) != 0) {
+		*refused = "a link, which a secure process never follows";
+		return -1;
+	}
+	if (raw_syscall(SYS_newfstatat, AT_FDCWD, (long)path, (long)&link, AT_SYMLINK_NOFOLLOW, 0,
+			0) != 0) {
+		*refused = "cannot be examined";
+		return -1;
+	}
+	if (expect != NULL && (*refused = service_page_judge_owner(link.st_uid, expect)) != NULL)
+		return -1;
+	length =
+	    raw_syscall(SYS_readlinkat, AT_FDCWD, (long)path, (long)target, sizeof target, 0, 0);
+	if (length <= 0 || length >= (long)sizeof target ||
+	    !service_page_link_form(target, length)) {
+		*refused = "a link, but not to a service's page (/proc/PID/fd/N)";
+		return -1;
+	}
+	target[length] = '\0';
+	/* Judged before it is opened: the link may outlive its service, and
+	 * its pid be another process's now. */
+	if (raw_syscall(SYS_newfstatat, AT_FDCWD, (long)target, (long)&link, 0, 0, 0) != 0) {
+		*refused = errno == ENOENT
+			       ? "its link leads nowhere (its service is gone, or "
+				 "this /proc shows another PID namespace)"
+			       : "its link cannot be followed (a service of another user, or of "
+				 "another user namespace)";
+		return -1;
+	}
+	if (!S_ISREG(link.st_mode) || link.st_nlink != 0) {
+		*refused = "a link to a named file, not to a service's memfd";
+		return -1;
+	}
+	if (expect != NULL && (*refused = service_page_judge_file(&link, expect)) != NULL)
+		return -1;
+	fd = (int)raw_syscall(SYS_openat, AT_FDCWD, (long)target,
+			      O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK, 0, 0, 0);
+	if (fd < 0) {
+		*refused = "cannot be opened";
+		return -1;
+	}
+	if (service_page_fstat(fd, st) != 0 || st->st_dev != link.st_dev ||
+	    st->st_ino != link.st_ino) {
+		raw_syscall(SYS_close, fd, 0, 0, 0, 0, 0);
+		*refused = "its link changed while it was opened";
+		return -1;
+	}
+	return fd;
+}
+
+int service_page_open(const char *path, const struct service_page_expect *expect, struct stat *st,
+		      bool *linked, bool *found, const char **refused)
+{
+	/* Never through a link but the service's own form: a link in a
+	 * page's directory would send every reader, root's programs among
+	 * them, to open whatever it names. */
+	int fd =
+	    (int)raw_syscall(SYS_openat, AT_FDCWD, (long)path,
+			     O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK, 0, 0, 0);
+
+	*linked = false;
+	*found = true;
+	*refused = NULL;
+	if (fd < 0 && errno == ELOOP) {
+		*linked = true;
+		return service_page_open_link(path, expect, st, refused);
+	}
+	if (fd < 0) {
+		*found = false;
+		*refused = errno == ENOENT ? "no page" : "cannot be opened";
+		return -1;
+	}
+	if (service_page_fstat(fd, st) != 0) {
+		raw_syscall(SYS_close, fd, 0, 0, 0, 0, 0);
+		*refused = "cannot be examined";
+		return -1;
+	}
+	return fd;
+}
+
+bool service_page_sealed(int fd)
+{
+	long seals = raw_syscall(SYS_fcntl, fd, F_GET_SEALS, 0, 0, 0, 0);
+
+	return seals >= 0 && (seals & F_SEAL_SHRINK) != 0;
+}
+
 void service_page_look_at(const char *path, const struct service_page_expect *expect, bool attach,
 			  struct service_page_look *look)
 {
@@ -250,24 +375,19 @@ void service_page_look_at(const char *path, const struct service_page_expect *ex
 	const struct table_record *line = NULL;
 	const struct table_page *view;
 	struct stat st;
+	bool linked;
 	int fd;
 
 	memset(look, 0, sizeof *look);
-	fd = (int)raw_syscall(SYS_openat, AT_FDCWD, (long)path,
-			      O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK, 0, 0, 0);
-	if (fd < 0) {
-		look->refused = errno == ENOENT ? "no page" : "cannot be opened";
+	fd = service_page_open(path, expect, &st, &linked, &look->found, &look->refused);
+	if (fd < 0)
 		return;
-	}
-	look->found = true;
 	/* Once there is a page: where there is none, as in most processes
 	 * of a machine without a service, nothing more is paid. The page
 	 * size the loader was given, by getpagesize: sysconf's switch reads a
 	 * page of libc's data that nothing else at start touches. */
 	if ((unsigned long)getpagesize() != TABLE_PAGE_ALIGN) {
 		look->refused = "this machine's pages are not the table's";
-	} else if (service_page_fstat(fd, &st) != 0) {
-		look->refused = "cannot be examined";
 	} else {
 		/* A secure process (setuid, setgid, file capabilities:
 		 * AT_SECURE) was started by a user who must not choose its
@@ -276,6 +396,12 @@ void service_page_look_at(const char *path, const struct service_page_expect *ex
 		if (st.st_uid != 0 && getauxval(AT_SECURE) != 0)
 			here.uid = 0;
 		look->refused = service_page_judge_file(&st, &here);
+		/* A page its owner could shrink under its readers' mappings
+		 * (SIGBUS at their next read) is trusted from root alone, who
+		 * makes it append-only (service_page_publish): any other
+		 * owner's must be a sealed memfd. */
+		if (look->refused == NULL && (st.st_uid != 0 || linked) && !service_page_sealed(fd))
+			look->refused = "its owner could shrink it (not a sealed memfd)";
 	}
 	view = look->refused != NULL ? MAP_FAILED
 				     : mmap(NULL, SERVICE_PAGE_SIZE, PROT_READ, MAP_SHARED, fd, 0);

@@ -1,5 +1,6 @@
 /* The page a calibration service (fasttimed, or the fasttime command for
- * the programs it runs) publishes: the table (table.h) in a file, which
+ * the programs it runs) publishes: the table (table.h) in a file (a
+ * sealed memfd, for a service not run as root), which
  * the service maps over its own table, read-write, and a served process
  * maps over its own, read-only. The engine and the read path then run
  * unchanged on both sides; only the served process's engine never runs.
@@ -153,6 +154,30 @@ struct stat;
  * overflow uid), written by nobody else; else why not. */
 const char *service_page_judge_file(const struct stat *st,
 				    const struct service_page_expect *expect);
+/* NULL when owner may own a page for a reader that expects this: root or
+ * the reader's user, never the overflow uid; else why not. */
+const char *service_page_judge_owner(uid_t owner, const struct service_page_expect *expect);
+
+/* The page of a service not run as root is a memfd sealed against
+ * shrinking, which its owner cannot truncate under its readers' mappings
+ * (whose next read would be SIGBUS), published at the page's path as a
+ * link to "/proc/PID/fd/N" (the service's pid and the memfd's descriptor):
+ * the one link a reader follows. SERVICE_PAGE_LINK_MAX holds the longest
+ * such link and its end. */
+#define SERVICE_PAGE_LINK_MAX 32
+/* Opens the page at path read-only, and gives its status: the file named
+ * path itself, never one a link leads to, but for a link of that one form,
+ * to a regular file no directory names (a memfd), judged before it is
+ * opened: with expect, by the owner rule (the link's owner too) and as a
+ * page file (service_page_judge_file). *linked says it was such a link.
+ * Otherwise -1, with *found false where there is nothing at path (or it
+ * cannot be opened), and why in *refused. Raw system calls. */
+int service_page_open(const char *path, const struct service_page_expect *expect, struct stat *st,
+		      bool *linked, bool *found, const char **refused);
+/* Whether the file fd is sealed against shrinking (F_SEAL_SHRINK, which
+ * no one can take off): a page whose owner is not root, or that a link
+ * leads to, must be. */
+bool service_page_sealed(int fd);
 
 /* The user's page, $XDG_RUNTIME_DIR/fasttime/page; false without an
  * absolute XDG_RUNTIME_DIR. */
@@ -282,9 +307,14 @@ struct service_page_writer {
 	ino_t inode;
 	bool published;
 	bool append_only; /* the page's flag set: nobody can shrink it */
+	/* A service not run as root: the page is a sealed memfd (page_fd),
+	 * and its name a link to it, link. */
+	bool sealed;
+	char link[SERVICE_PAGE_LINK_MAX];
 };
 
-/* Makes the file beside path under a temporary name, with the table's
+/* Makes the file beside path under a temporary name (for a service not run
+ * as root, a sealed memfd, and a link to it there), with the table's
  * present contents and the header, and maps it over this process's table,
  * read-write: from then on the engine writes the page. Makes path's
  * directory if it is missing; refuses one that another user owns or that

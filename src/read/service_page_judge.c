@@ -379,20 +379,31 @@ static uid_t service_page_overflow_uid(void)
 		   : SERVICE_PAGE_OVERFLOW_UID;
 }
 
-/* The file: a regular one, of the page's size, owned by root or by the
- * reader's user as this process's user namespace sees them, and written
- * by nobody else. An owner the namespace does not map shows as the
+/* The owner rule: root, or the reader's user as this process's user
+ * namespace sees them. An owner the namespace does not map shows as the
  * overflow uid, which may be the reader's own (nobody, in many
  * containers): such a file is another user's, whoever the reader is. */
+const char *service_page_judge_owner(uid_t owner, const struct service_page_expect *expect)
+{
+	if (owner != 0 && owner != expect->uid)
+		return "owned by another user";
+	if (owner != 0 &&
+	    (owner == SERVICE_PAGE_OVERFLOW_UID || owner == service_page_overflow_uid()))
+		return "owned by a user this user namespace does not map (the overflow uid)";
+	return NULL;
+}
+
+/* The file: a regular one, of the page's size, owned as the owner rule
+ * allows, and written by nobody else. */
 const char *service_page_judge_file(const struct stat *st, const struct service_page_expect *expect)
 {
+	const char *owner;
+
 	if (!S_ISREG(st->st_mode))
 		return "not a regular file";
-	if (st->st_uid != 0 && st->st_uid != expect->uid)
-		return "owned by another user";
-	if (st->st_uid != 0 &&
-	    (st->st_uid == SERVICE_PAGE_OVERFLOW_UID || st->st_uid == service_page_overflow_uid()))
-		return "owned by a user this user namespace does not map (the overflow uid)";
+	owner = service_page_judge_owner(st->st_uid, expect);
+	if (owner != NULL)
+		return owner;
 	if (st->st_mode & (S_IWGRP | S_IWOTH))
 		return "writable by group or others";
 	if (st->st_size != (off_t)SERVICE_PAGE_SIZE)

@@ -1,7 +1,8 @@
 /* The service's side of a calibration service's page: the file made
  * beside its path under a temporary name and mapped over the table
- * read-write, its directory, the locks that keep one service per page,
- * its name given (published), made append-only, and taken away. */
+ * read-write (a sealed memfd named by a link, for a service not run as
+ * root), its directory, the locks that keep one service per page, its
+ * name given (published), made append-only, and taken away. */
 #include "config.h"
 
 #include "service_page.h"
@@ -155,8 +156,11 @@ static bool service_page_held_by_another(const char *path, int *pid)
 {
 	struct service_page_header header;
 	struct flock probe = service_page_held_byte(F_RDLCK);
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
-	bool held;
+	struct stat st;
+	const char *refused;
+	bool held, linked, found;
+	/* A file, or a service's link to its memfd, as readers open them. */
+	int fd = service_page_open(path, NULL, &st, &linked, &found, &refused);
 
 	if (fd < 0)
 		return false;
@@ -191,6 +195,75 @@ static void service_page_release_left_page(const char *path)
 	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
 		service_page_set_append_only(fd, false);
 	close(fd);
+}
+
+/* A memfd that can never be made executable (Linux 6.3), where the
+ * headers are older. */
+#ifndef MFD_NOEXEC_SEAL
+#define MFD_NOEXEC_SEAL 0x0008u
+#endif
+
+/* The page of a service not run as root: a memfd (its descriptor), which
+ * service_page_seal seals once it has its size. Where the kernel refuses
+ * executable memfds (vm.memfd_noexec), with the flag that asks for none;
+ * an older kernel knows no such flag. */
+static int service_page_make_memfd(void)
+{
+	int fd = memfd_create("fasttime-page", MFD_CLOEXEC | MFD_ALLOW_SEALING | MFD_NOEXEC_SEAL);
+
+	if (fd >= 0 || errno != EINVAL)
+		return fd;
+	return memfd_create("fasttime-page", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+}
+
+/* Seals the memfd fd at its size for good: nobody, its owner included,
+ * can shrink or grow it, or take the seals off. */
+static bool service_page_seal(int fd)
+{
+	return fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) == 0 &&
+	       service_page_sealed(fd);
+}
+
+/* Names the sealed page of a service not run as root (its memfd, fd)
+ * beside path under a temporary name: a link to the memfd as this
+ * process's /proc shows it, which readers of this user open (the kernel
+ * lets a process of the same user open another's descriptors there). The
+ * link is checked to lead to the memfd: where /proc is missing, or shows
+ * another PID namespace, no reader could open it. */
+static bool service_page_link(struct service_page_writer *writer, int fd, const struct stat *st,
+			      char *error, size_t error_len)
+{
+	struct stat linked;
+	int made;
+
+	if (snprintf(writer->link, sizeof writer->link, "/proc/%d/fd/%d", (int)getpid(), fd) >=
+		(int)sizeof writer->link ||
+	    snprintf(writer->temporary, sizeof writer->temporary, "%s.XXXXXX", writer->path) >=
+		(int)sizeof writer->temporary) {
+		snprintf(error, error_len, "the page's link is too long");
+		writer->temporary[0] = '\0';
+		return false;
+	}
+	/* A name of its own, made as a file, then a link in its place: the
+	 * directory is this user's alone (service_page_check_directory). */
+	made = mkostemp(writer->temporary, O_CLOEXEC);
+	if (made < 0 || (close(made), unlink(writer->temporary)) != 0 ||
+	    symlink(writer->link, writer->temporary) != 0) {
+		snprintf(error, error_len, "cannot make %s: %s", writer->temporary,
+			 strerror(errno));
+		if (made < 0)
+			writer->temporary[0] = '\0';
+		return false;
+	}
+	if (stat(writer->temporary, &linked) != 0 || linked.st_dev != st->st_dev ||
+	    linked.st_ino != st->st_ino) {
+		snprintf(error, error_len,
+			 "%s does not lead to this service's page (is /proc mounted, for this "
+			 "PID namespace?)",
+			 writer->link);
+		return false;
+	}
+	return true;
 }
 
 bool service_page_create(struct service_page_writer *writer, const char *path,
@@ -232,10 +305,24 @@ bool service_page_create(struct service_page_writer *writer, const char *path,
 		service_page_remove(writer);
 		return false;
 	}
-	fd = mkostemp(writer->temporary, O_CLOEXEC);
+	/* Root's page is a file, made append-only once published; a page
+	 * of another user's is a sealed memfd: its owner could shrink a file
+	 * under its readers, who refuse one (service_page_look_at). Where no
+	 * memfd can be made or sealed (an old kernel, a filter), a service
+	 * not run as root publishes nothing. */
+	writer->sealed = geteuid() != 0;
+	if (writer->sealed)
+		writer->temporary[0] = '\0'; /* named once sealed: service_page_link */
+	fd = writer->sealed ? service_page_make_memfd() : mkostemp(writer->temporary, O_CLOEXEC);
 	if (fd < 0) {
-		snprintf(error, error_len, "cannot make %s: %s", writer->temporary,
-			 strerror(errno));
+		if (writer->sealed)
+			snprintf(error, error_len,
+				 "cannot make a sealed page (memfd_create: %s): a service not run "
+				 "as root publishes no page its owner could shrink",
+				 strerror(errno));
+		else
+			snprintf(error, error_len, "cannot make %s: %s", writer->temporary,
+				 strerror(errno));
 		writer->temporary[0] = '\0';
 		service_page_remove(writer);
 		return false;
@@ -244,11 +331,27 @@ bool service_page_create(struct service_page_writer *writer, const char *path,
 	memcpy(table_page.header, &header, sizeof header);
 	if (fchmod(fd, 0644) != 0 ||
 	    write(fd, &table_page, SERVICE_PAGE_SIZE) != (ssize_t)SERVICE_PAGE_SIZE ||
-	    fstat(fd, &st) != 0 || fcntl(fd, F_OFD_SETLK, &held) != 0 ||
-	    mmap(&table_page, SERVICE_PAGE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd,
-		 0) == MAP_FAILED) {
-		snprintf(error, error_len, "cannot write %s: %s", writer->temporary,
+	    fstat(fd, &st) != 0 || fcntl(fd, F_OFD_SETLK, &held) != 0) {
+		snprintf(error, error_len, "cannot write %s: %s",
+			 writer->sealed ? "the page" : writer->temporary, strerror(errno));
+		service_page_remove(writer);
+		return false;
+	}
+	if (writer->sealed && !service_page_seal(fd)) {
+		snprintf(error, error_len,
+			 "cannot seal the page: %s; a service not run as root publishes no page "
+			 "its owner could shrink",
 			 strerror(errno));
+		service_page_remove(writer);
+		return false;
+	}
+	if (writer->sealed && !service_page_link(writer, fd, &st, error, error_len)) {
+		service_page_remove(writer);
+		return false;
+	}
+	if (mmap(&table_page, SERVICE_PAGE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd,
+		 0) == MAP_FAILED) {
+		snprintf(error, error_len, "cannot map the page: %s", strerror(errno));
 		service_page_remove(writer);
 		return false;
 	}
@@ -270,11 +373,12 @@ bool service_page_publish(struct service_page_writer *writer, char *error, size_
 	}
 	writer->temporary[0] = '\0';
 	writer->published = true;
-	/* After the rename, which the flag would refuse. Without the right to
-	 * set it (a service without CAP_LINUX_IMMUTABLE, as a user's own),
-	 * the page's owner can still shrink it: only under readers that trust
-	 * that owner, their own processes or root's. */
-	writer->append_only = service_page_set_append_only(writer->page_fd, true);
+	/* After the rename, which the flag would refuse. A sealed page needs
+	 * none; root's file without the flag (a service without
+	 * CAP_LINUX_IMMUTABLE, a file system without it) is one that only
+	 * root could shrink. */
+	writer->append_only =
+	    !writer->sealed && service_page_set_append_only(writer->page_fd, true);
 	return true;
 }
 

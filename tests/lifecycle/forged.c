@@ -43,6 +43,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -280,17 +281,23 @@ static bool forged_maps(const char *path)
 {
 	FILE *maps = fopen("/proc/self/maps", "re");
 	char line[8192];
+	struct stat st;
 	bool found = false;
 
-	if (maps == NULL)
+	/* By the file's identity: a page that a link names (a service not
+	 * run as root publishes a memfd) is mapped under another name. */
+	if (maps == NULL || stat(path, &st) != 0) {
+		if (maps != NULL)
+			fclose(maps);
 		return false;
+	}
 	while (!found && fgets(line, sizeof line, maps) != NULL) {
-		char *name = strchr(line, '/');
+		unsigned major, minor;
+		unsigned long inode;
 
-		if (name != NULL) {
-			name[strcspn(name, "\n")] = '\0';
-			found = strcmp(name, path) == 0;
-		}
+		found = sscanf(line, "%*s %*s %*s %x:%x %lu", &major, &minor, &inode) == 3 &&
+			major == major(st.st_dev) && minor == minor(st.st_dev) &&
+			inode == (unsigned long)st.st_ino;
 	}
 	fclose(maps);
 	return found;

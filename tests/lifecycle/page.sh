@@ -237,8 +237,9 @@ add64() {
 }
 
 # copy_reader NAME PAGE EDIT REASON -- ARGS: a fresh copy of the live PAGE
-# (root's, mode 644), edited by the function EDIT, read by reader NAME; a
-# copy found stale, where REASON was not the refusal, is made again.
+# (root's, mode 644; as another user, that user's sealed memfd), edited by
+# the function EDIT, read by reader NAME; a copy found stale, where REASON
+# was not the refusal, is made again.
 copy_reader() {
 	copy_name=$1
 	copy_live=$2
@@ -249,11 +250,29 @@ copy_reader() {
 	mkdir -p "$scratch/copies"
 	for attempt in 1 2 3 4 5; do
 		test "$attempt" = 1 || sleep 1
-		rm -f "$copy_page"
+		rm -f "$copy_page" "$copy_page.file"
 		cp "$copy_live" "$copy_page"
 		chmod 644 "$copy_page"
 		"$copy_edit" "$copy_page"
+		# Run as another user than root, the copy is held in a sealed
+		# memfd its name links to, as that user's service publishes
+		# its page: such a reader trusts no other page of its user's.
+		copy_holder=
+		if test "$(id -u)" != 0; then
+			mv "$copy_page" "$copy_page.file"
+			"$served" sealed-copy "$copy_page.file" "$copy_page" \
+				>"$scratch/copies/holder.out" 2>&1 &
+			copy_holder=$!
+			ours="$ours $copy_holder"
+			poll 10 grep -q '^ready$' "$scratch/copies/holder.out" ||
+				show "$scratch/copies/holder.out"
+		fi
 		reader "$copy_name" "$copy_page" "$@"
+		if test -n "$copy_holder"; then
+			kill -TERM "$copy_holder"
+			wait "$copy_holder"
+			forget "$copy_holder"
+		fi
 		if ! grep -Eq "$transient" "$reader_out" ||
 			grep -Fq "not served by the page $copy_page: $copy_reason" "$reader_out"; then
 			return 0

@@ -48,6 +48,8 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -349,20 +351,31 @@ static void sandbox_passthrough(void)
 	exit(0);
 }
 
-/* Whether path is mapped in this process (/proc/self/maps). */
+/* Whether path is mapped in this process (/proc/self/maps), by the file's
+ * identity (a page that a link names, as a service not run as root
+ * publishes, is mapped under the memfd's name), found at the first call:
+ * the later one runs under a filter. */
 static bool sandbox_maps(const char *path)
 {
+	static struct stat st;
+	static bool known;
 	char line[4608];
-	size_t length = strlen(path);
 	bool found = false;
-	FILE *maps = fopen("/proc/self/maps", "r");
+	FILE *maps;
 
+	if (!known && stat(path, &st) != 0)
+		life_fail("%s: %s", path, strerror(errno));
+	known = true;
+	maps = fopen("/proc/self/maps", "r");
 	if (maps == NULL)
 		life_fail("/proc/self/maps: %s", strerror(errno));
 	while (!found && fgets(line, sizeof line, maps) != NULL) {
-		char *at = strstr(line, path);
+		unsigned major, minor;
+		unsigned long inode;
 
-		found = at != NULL && (at[length] == '\n' || at[length] == '\0');
+		found = sscanf(line, "%*s %*s %*s %x:%x %lu", &major, &minor, &inode) == 3 &&
+			major == major(st.st_dev) && minor == minor(st.st_dev) &&
+			inode == (unsigned long)st.st_ino;
 	}
 	fclose(maps);
 	return found;

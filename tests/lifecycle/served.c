@@ -79,6 +79,13 @@
  *                     a new time namespace, CLOCK_MONOTONIC NS ns ahead,
  *                     and with noproc in a new mount namespace without
  *                     /proc (77 where the kernel refuses either)
+ *   sealed-copy FILE LINK  (without the preload) FILE's bytes and mode
+ *                     in a sealed memfd that LINK names, as a service not
+ *                     run as root publishes its page; "ready", then held
+ *                     until SIGTERM
+ *   no-memfd-run CMD...  (without the preload) runs CMD with
+ *                     memfd_create failing (ENOSYS), as on a kernel
+ *                     older than 3.17 (77 where no filter can be set)
  *
  * Every sample is a sandwich libc, preload, libc; the tap behind the
  * library tells an answer from the TSC from one by libc (life.c). */
@@ -94,6 +101,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
@@ -103,6 +111,9 @@
 #include <ucontext.h>
 #include <unistd.h>
 #include <x86intrin.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 
 #include "life.h"
 #include "service_page.h"
@@ -161,10 +172,13 @@ static void served_say_tracks(const struct served_tracks *t)
 	served_say_track("boot", &t->boot);
 }
 
-/* FASTTIME_PAGE's page, mapped read-only, or NULL. */
+/* FASTTIME_PAGE's page, mapped read-only, or NULL: none where the file is
+ * shorter than a page (a shrunk one, which the probe's own reads from the
+ * view would meet as SIGBUS). */
 static const struct table_page *served_page_view(void)
 {
 	const char *path = getenv("FASTTIME_PAGE");
+	struct stat st;
 	void *view;
 	int fd;
 
@@ -173,6 +187,10 @@ static const struct table_page *served_page_view(void)
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return NULL;
+	if (fstat(fd, &st) != 0 || st.st_size < (off_t)sizeof(struct table_page)) {
+		close(fd);
+		return NULL;
+	}
 	view = mmap(NULL, sizeof(struct table_page), PROT_READ, MAP_SHARED, fd, 0);
 	close(fd);
 	return view == MAP_FAILED ? NULL : view;
@@ -876,6 +894,76 @@ static int served_timens_run(long mono_ns, bool hide_proc, char **argv)
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
+/* sealed-copy: the bytes and mode of file in a memfd sealed against
+ * shrinking and growing, named by link, a link to /proc/PID/fd/N, as a
+ * service not run as root names its page (a reader not run as root trusts
+ * no other page of its own user's); prints "ready", and holds it until
+ * SIGTERM, then removes the link. */
+static int served_sealed_copy(const char *file, const char *link)
+{
+	char target[64], buffer[65536];
+	struct stat st;
+	sigset_t set;
+	ssize_t got;
+	int in = open(file, O_RDONLY | O_CLOEXEC), fd, sig;
+
+	if (in < 0 || fstat(in, &st) != 0) {
+		fprintf(stderr, "sealed-copy: %s: %s\n", file, strerror(errno));
+		return 1;
+	}
+	fd = memfd_create("fasttime-copy", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (fd < 0) {
+		fprintf(stderr, "sealed-copy: memfd_create: %s\n", strerror(errno));
+		return 1;
+	}
+	while ((got = read(in, buffer, sizeof buffer)) > 0)
+		if (write(fd, buffer, (size_t)got) != got)
+			got = -1;
+	close(in);
+	snprintf(target, sizeof target, "/proc/%d/fd/%d", (int)getpid(), fd);
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	if (got < 0 || fchmod(fd, st.st_mode & 07777) != 0 ||
+	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0 ||
+	    (unlink(link) != 0 && errno != ENOENT) || symlink(target, link) != 0 ||
+	    sigprocmask(SIG_BLOCK, &set, NULL) != 0) {
+		fprintf(stderr, "sealed-copy: %s: %s\n", link, strerror(errno));
+		return 1;
+	}
+	printf("ready\n");
+	fflush(stdout);
+	sigwait(&set, &sig);
+	unlink(link);
+	return 0;
+}
+
+/* no-memfd-run: runs argv with memfd_create failing as on a kernel older
+ * than 3.17 (ENOSYS, by a seccomp filter, under no new privileges): a
+ * service not run as root can then make no sealed page. Exits 77 where
+ * the filter cannot be installed. */
+static int served_no_memfd_run(char **argv)
+{
+	struct sock_filter code[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_memfd_create, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog program = { .len = sizeof code / sizeof code[0], .filter = code };
+
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
+	    syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &program) != 0) {
+		fprintf(stderr, "no-memfd-run: no seccomp filter: %s\n", strerror(errno));
+		return 77;
+	}
+	execvp(argv[0], argv);
+	fprintf(stderr, "no-memfd-run: %s: %s\n", argv[0], strerror(errno));
+	return 127;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 2 && strcmp(argv[1], "layout") == 0) {
@@ -888,6 +976,10 @@ int main(int argc, char **argv)
 		       offsetof(struct table_page, calibrated));
 		return 0;
 	}
+	if (argc == 4 && strcmp(argv[1], "sealed-copy") == 0)
+		return served_sealed_copy(argv[2], argv[3]);
+	if (argc >= 3 && strcmp(argv[1], "no-memfd-run") == 0)
+		return served_no_memfd_run(argv + 2);
 	if (argc >= 5 && strcmp(argv[1], "timens-run") == 0)
 		return served_timens_run(strtol(argv[2], NULL, 10), strcmp(argv[3], "noproc") == 0,
 					 argv + 4);
@@ -925,6 +1017,6 @@ int main(int argc, char **argv)
 	    stderr,
 	    "usage: served probe [WAIT_MS] | fork | fork-quiet | maps | watch | unshare-time "
 	    "[child|raw [thread|nofork]] | setns-time | stale-reads SERVICE_PID | timens-run NS "
-	    "proc|noproc CMD...\n");
+	    "proc|noproc CMD... | no-memfd-run CMD... | sealed-copy FILE LINK\n");
 	return 99;
 }
