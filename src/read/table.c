@@ -242,12 +242,6 @@ bool table_swap_offset(enum clock_offset_kind kind, uint64_t expected_ns, uint64
 
 	if (kind == CLOCK_OFFSET_NONE || kind >= CLOCK_OFFSET_COUNT)
 		return false;
-	/* CLOCK_BOOTTIME - CLOCK_MONOTONIC is the time slept, which only
-	 * grows: a smaller offset measured is a sandwich's error, and
-	 * published it would take every reader's CLOCK_BOOTTIME back by it
-	 * (the clamp holds CLOCK_MONOTONIC, not the offset added to it). */
-	if (kind == CLOCK_OFFSET_BOOTTIME && (int64_t)(offset_ns - expected_ns) < 0)
-		return false;
 	/* Counted before the flag is read, each in total order with the
 	 * flag's store and the count's load in table_writers_gone: either
 	 * this writer sees the flag, or the waiter sees the writer. */

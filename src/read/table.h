@@ -140,8 +140,7 @@ void table_stop_answering(const uint32_t flags[TABLE_MODE_COUNT]);
 /* Publishes a clock's offset (kind) the first time. */
 void table_set_offset(enum clock_offset_kind kind, uint64_t offset_ns);
 /* Publishes a moved offset unless someone published another since
- * expected_ns was read, or it would take CLOCK_BOOTTIME's back (its
- * offset, the time slept, only grows): true when this one went in. */
+ * expected_ns was read: true when this one went in. */
 bool table_swap_offset(enum clock_offset_kind kind, uint64_t expected_ns, uint64_t offset_ns);
 /* After table_read_only was set on a table a reader could still write (a
  * reader's table_swap_offset, its check made before the flag): waits, in

@@ -273,25 +273,6 @@ static bool table_test_under_valgrind(void)
 	return preload != NULL && strstr(preload, "vgpreload") != NULL;
 }
 
-/* A moved offset goes in only over the one its writer read; CLOCK_BOOTTIME's
- * (the time slept) only ever grows, while CLOCK_REALTIME's may go back (a
- * clock set back). */
-START_TEST(test_table_swap_offset)
-{
-	const uint64_t offset = 5000000000ull;
-
-	table_set_offset(CLOCK_OFFSET_BOOTTIME, offset);
-	table_set_offset(CLOCK_OFFSET_REALTIME, offset);
-	ck_assert(!table_swap_offset(CLOCK_OFFSET_BOOTTIME, offset - 1, offset + 2000));
-	ck_assert(!table_swap_offset(CLOCK_OFFSET_BOOTTIME, offset, offset - 1500));
-	ck_assert_uint_eq(table_page.shared.offset_ns[CLOCK_OFFSET_BOOTTIME], offset);
-	ck_assert(table_swap_offset(CLOCK_OFFSET_BOOTTIME, offset, offset + 2000));
-	ck_assert_uint_eq(table_page.shared.offset_ns[CLOCK_OFFSET_BOOTTIME], offset + 2000);
-	ck_assert(table_swap_offset(CLOCK_OFFSET_REALTIME, offset, offset - 1500));
-	ck_assert_uint_eq(table_page.shared.offset_ns[CLOCK_OFFSET_REALTIME], offset - 1500);
-}
-END_TEST
-
 Suite *suite_table(void)
 {
 	Suite *suite = suite_create("table");
@@ -303,7 +284,6 @@ Suite *suite_table(void)
 	tcase_add_test(tc, test_table_out_of_range);
 	tcase_add_test(tc, test_table_validity);
 	tcase_add_test(tc, test_table_wanted);
-	tcase_add_test(tc, test_table_swap_offset);
 	suite_add_tcase(suite, tc);
 
 	tc = tcase_create("concurrency");
