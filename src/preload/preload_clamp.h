@@ -78,7 +78,9 @@ static inline void preload_clamp_after_libc(enum clock_offset_kind kind, uint64_
 		preload_clamp_after_libc_now(answer_ns - offset);
 		return;
 	}
-	if (answer_ns > offset && answer_ns - offset > preload_clamp_owed_ns)
+	/* Modulo 2^64, as offsets are: CLOCK_BOOTTIME's, measured on a
+	 * machine that never slept, may lie a few nanoseconds below zero. */
+	if ((int64_t)(answer_ns - offset) > 0 && answer_ns - offset > preload_clamp_owed_ns)
 		preload_clamp_owed_ns = answer_ns - offset;
 	/* The deadline is the process's: another thread's judgement may set
 	 * it before this thread's next call, whose fast read must not answer

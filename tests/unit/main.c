@@ -45,6 +45,7 @@ int main(void)
 	srunner_add_suite(runner, suite_clock_table());
 	srunner_add_suite(runner, suite_service_notify());
 	srunner_add_suite(runner, suite_stale_checks());
+	srunner_add_suite(runner, suite_preload_clamp());
 	if (reason == NULL) {
 		srunner_add_suite(runner, suite_table());
 		srunner_add_suite(runner, suite_clock());

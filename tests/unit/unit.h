@@ -17,5 +17,6 @@ Suite *suite_watch(void);
 Suite *suite_service_page(void);
 Suite *suite_service_notify(void);
 Suite *suite_stale_checks(void);
+Suite *suite_preload_clamp(void);
 
 #endif
