@@ -1116,6 +1116,18 @@ static bool clock_test_checked_read(uint32_t mode, struct calib_line line, uint6
 	return false;
 }
 
+/* The line the checks' tests read (every CPU's, valid for any counter
+ * value), this thread pinned to its CPU. */
+static struct calib_line clock_test_check_line(void)
+{
+	struct calib_line line =
+	    clock_test_line_at(CLOCK_TEST_MULT, clock_test_tsc(), 70 * NS_PER_SEC);
+
+	ck_assert_msg(clock_test_pinned, "cannot pin the test thread to its CPU");
+	clock_test_publish_all(line);
+	return line;
+}
+
 /* The lines' check (clock_check.h) against a kernel that agrees with the
  * line: the read answers from the line, and the process's deadline moves
  * on by the limit over the rate (3.5 ms of the line's time, less the
@@ -1123,13 +1135,10 @@ static bool clock_test_checked_read(uint32_t mode, struct calib_line line, uint6
 START_TEST(test_clock_check_agrees)
 {
 	uint32_t mode = clock_test_modes[_i];
-	struct calib_line line =
-	    clock_test_line_at(CLOCK_TEST_MULT, clock_test_tsc(), 70 * NS_PER_SEC);
+	struct calib_line line = clock_test_check_line();
 	uint64_t before, after, longest = CLOCK_CHECK_LIMIT_NS * 1000000ull / CLOCK_CHECK_RATE_PPM;
 	struct timespec ts;
 
-	ck_assert_msg(clock_test_pinned, "cannot pin the test thread to its CPU");
-	clock_test_publish_all(line);
 	ck_assert(clock_test_checked_read(mode, line, &before, &after));
 	clock_test_between(clock_check_until(), before + clock_test_ticks(line, longest * 9 / 10),
 			   after + clock_test_ticks(line, longest));
@@ -1145,12 +1154,9 @@ END_TEST
 START_TEST(test_clock_check_shorter_when_off)
 {
 	uint32_t mode = clock_test_modes[_i];
-	struct calib_line line =
-	    clock_test_line_at(CLOCK_TEST_MULT, clock_test_tsc(), 70 * NS_PER_SEC);
+	struct calib_line line = clock_test_check_line();
 	uint64_t before, after, room = CLOCK_CHECK_LIMIT_NS - 500000u;
 
-	ck_assert_msg(clock_test_pinned, "cannot pin the test thread to its CPU");
-	clock_test_publish_all(line);
 	for (int sign = -1; sign <= 1; sign += 2) {
 		clock_test_kernel_lag_ns = sign * 500000;
 		ck_assert(clock_test_checked_read(mode, line, &before, &after));
@@ -1170,15 +1176,12 @@ END_TEST
 START_TEST(test_clock_check_refuses)
 {
 	uint32_t mode = clock_test_modes[_i];
-	struct calib_line line =
-	    clock_test_line_at(CLOCK_TEST_MULT, clock_test_tsc(), 70 * NS_PER_SEC);
+	struct calib_line line = clock_test_check_line();
 	uint64_t deadline;
 	struct timespec ts;
 	unsigned reads;
 	bool answered = false;
 
-	ck_assert_msg(clock_test_pinned, "cannot pin the test thread to its CPU");
-	clock_test_publish_all(line);
 	for (int sign = -1; sign <= 1; sign += 2) {
 		clock_test_kernel_lag_ns = sign * 1000000;
 		clock_test_deadlines_clear();
@@ -1208,13 +1211,10 @@ END_TEST
 START_TEST(test_clock_check_realtime_set)
 {
 	uint32_t mode = clock_test_modes[_i];
-	struct calib_line line =
-	    clock_test_line_at(CLOCK_TEST_MULT, clock_test_tsc(), 70 * NS_PER_SEC);
+	struct calib_line line = clock_test_check_line();
 	uint64_t before, after;
 	struct timespec ts;
 
-	ck_assert_msg(clock_test_pinned, "cannot pin the test thread to its CPU");
-	clock_test_publish_all(line);
 	clock_test_set_offsets(CLOCK_TEST_REALTIME_OFFSET, 0, 0);
 	for (int sign = -1; sign <= 1; sign += 2) {
 		clock_test_kernel_set_ns = sign * 5000000;
@@ -1237,14 +1237,11 @@ END_TEST
 START_TEST(test_clock_check_preempted)
 {
 	uint32_t mode = clock_test_modes[_i];
-	struct calib_line line =
-	    clock_test_line_at(CLOCK_TEST_MULT, clock_test_tsc(), 70 * NS_PER_SEC);
+	struct calib_line line = clock_test_check_line();
 	uint64_t before, after;
 	unsigned reads;
 	struct timespec ts;
 
-	ck_assert_msg(clock_test_pinned, "cannot pin the test thread to its CPU");
-	clock_test_publish_all(line);
 	clock_test_kernel_stall_ns = 100000;
 	clock_test_deadlines_clear();
 	ck_assert(!clock_careful_monotonic(mode, &ts));
