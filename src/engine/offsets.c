@@ -84,12 +84,7 @@ bool offsets_renew(bool known_only)
 {
 	bool moved = false;
 
-	/* CLOCK_REALTIME's last: the readers' check (read/clock_check.h)
-	 * lets the lines answer again once it agrees with libc's, so a set
-	 * or a resume must have moved the others' first, or CLOCK_TAI and
-	 * CLOCK_BOOTTIME would answer with their old offsets for a check's
-	 * window. */
-	for (unsigned kind = CLOCK_OFFSET_COUNT - 1; kind > CLOCK_OFFSET_NONE; kind--)
+	for (unsigned kind = CLOCK_OFFSET_NONE + 1; kind < CLOCK_OFFSET_COUNT; kind++)
 		if (!known_only || offsets_published[kind])
 			moved = offsets_renew_one((enum clock_offset_kind)kind) || moved;
 	return moved;

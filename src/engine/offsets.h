@@ -19,8 +19,8 @@
  * how many it took: none where the kernel has no such clock. */
 unsigned offsets_samples(clockid_t id, struct calib_offset_sample *samples, unsigned n);
 /* Measures the offsets: publishes each the first time (unless known_only),
- * and after that whenever it moved by more than the sandwiches explain,
- * CLOCK_REALTIME's last. True when one moved. */
+ * and after that whenever it moved by more than the sandwiches explain.
+ * True when one moved. */
 bool offsets_renew(bool known_only);
 /* Whether kind's offset has been published (CLOCK_OFFSET_NONE: always). */
 bool offsets_known(enum clock_offset_kind kind);
