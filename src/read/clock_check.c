@@ -8,7 +8,6 @@
 #include "cpu.h"
 #include "debug.h"
 #include "libc.h"
-#include "table.h"
 #include "timespec_ns.h"
 #include "wiped.h"
 
@@ -46,42 +45,30 @@ static uint64_t clock_check_line_at(struct calib_line line, uint64_t tsc)
 	return (uint64_t)(((unsigned __int128)tsc * line.mult) >> 64) + line.offset;
 }
 
-/* How far kernel_ns lies from [first, last] (the line's values around
- * the kernel's reading), at most: the further end. */
-static uint64_t clock_check_further(uint64_t first, uint64_t kernel_ns, uint64_t last)
-{
-	if (kernel_ns >= last)
-		return kernel_ns - first;
-	if (kernel_ns <= first)
-		return last - kernel_ns;
-	return kernel_ns - first > last - kernel_ns ? kernel_ns - first : last - kernel_ns;
-}
-
-/* The line's distance, at most, from libc's CLOCK_MONOTONIC, and with the
- * published offset from libc's CLOCK_REALTIME (a step not followed yet, or
- * an offset forged in a page): libc's readings lie between the line's
- * values at the counter readings taken around them where the line is
- * right. False when libc fails, or the thread was preempted around them
- * twice. */
+/* The line's distance from libc's CLOCK_MONOTONIC, at most: libc's
+ * reading lies between the line's values at the counter readings taken
+ * around it where the line is right. One call to libc, where two around a
+ * counter reading would cost twice. False when libc fails, or the thread
+ * was preempted around it twice. */
 static bool clock_check_distance(struct calib_line line, uint64_t *tsc_out, uint64_t *distance_ns)
 {
 	for (unsigned attempt = 0; attempt < 2; attempt++) {
-		struct timespec monotonic_ts, realtime_ts;
-		uint64_t first, last, tsc, offset, monotonic, realtime;
+		struct timespec kernel_ts;
+		uint64_t first, last, kernel, tsc;
 
 		tsc = cpu_rdtsc_fenced();
-		if (libc_clock_gettime(CLOCK_MONOTONIC, &monotonic_ts) != 0 ||
-		    libc_clock_gettime(CLOCK_REALTIME, &realtime_ts) != 0)
+		if (libc_clock_gettime(CLOCK_MONOTONIC, &kernel_ts) != 0)
 			return false;
 		first = clock_check_line_at(line, tsc);
 		last = clock_check_line_at(line, cpu_rdtsc_fenced());
 		if (last < first || last - first > CLOCK_CHECK_WIDTH_MAX_NS)
 			continue;
-		offset = __atomic_load_n(&table_page.shared.offset_ns[CLOCK_OFFSET_REALTIME],
-					 __ATOMIC_RELAXED);
-		monotonic = clock_check_further(first, timespec_to_ns(&monotonic_ts), last);
-		realtime = clock_check_further(first, timespec_to_ns(&realtime_ts) - offset, last);
-		*distance_ns = monotonic > realtime ? monotonic : realtime;
+		kernel = timespec_to_ns(&kernel_ts);
+		/* The line's further end from the kernel's reading. */
+		*distance_ns = kernel >= last			? kernel - first
+			       : kernel <= first		? last - kernel
+			       : kernel - first > last - kernel ? kernel - first
+								: last - kernel;
 		*tsc_out = tsc;
 		return true;
 	}

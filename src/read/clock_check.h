@@ -6,12 +6,10 @@
  * answered by libc afterwards is held still by its clamp for as long. So
  * the process's reads from the counter have a short deadline of their own
  * too: past it, one careful read compares its CPU's line with libc's
- * CLOCK_MONOTONIC, and with the published offset with libc's
- * CLOCK_REALTIME (a clock set since the thread's last look, or an offset
- * forged in a served page), and the deadline moves on by as long as the
- * line stays within CLOCK_CHECK_LIMIT_NS of them even if the kernel's rate
- * moved by CLOCK_CHECK_RATE_PPM. A line found further off answers nothing
- * until a check finds it within again. */
+ * CLOCK_MONOTONIC, and the deadline moves on by as long as the line stays
+ * within CLOCK_CHECK_LIMIT_NS of it even if the kernel's rate moved by
+ * CLOCK_CHECK_RATE_PPM. A line found further off answers nothing until a
+ * check finds it within again. */
 #ifndef FASTTIME_CLOCK_CHECK_H
 #define FASTTIME_CLOCK_CHECK_H
 

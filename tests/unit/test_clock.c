@@ -40,14 +40,10 @@ static int clock_test_cpu;
 /* libc's clock_gettime, which the fixture puts back. */
 static int (*clock_test_libc_clock_gettime)(clockid_t, struct timespec *);
 /* The kernel the lines are checked against (clock_check.h): its
- * CLOCK_MONOTONIC is this CPU's line at the counter, less lag_ns, and its
- * CLOCK_REALTIME that plus the published offset; each read takes stall_ns
- * of the line's time (a read preempted). */
+ * CLOCK_MONOTONIC is this CPU's line at the counter, less lag_ns; each
+ * read takes stall_ns of the line's time (a read preempted). */
 static int64_t clock_test_kernel_lag_ns;
 static uint64_t clock_test_kernel_stall_ns;
-/* How far the kernel's CLOCK_REALTIME was set beyond the published offset
- * (a step the thread has not followed yet, or a forged offset). */
-static int64_t clock_test_kernel_set_ns;
 static unsigned clock_test_kernel_reads;
 
 static int clock_test_kernel_clock_gettime(clockid_t id, struct timespec *ts)
@@ -55,7 +51,7 @@ static int clock_test_kernel_clock_gettime(clockid_t id, struct timespec *ts)
 	struct calib_line line;
 	uint64_t ns;
 
-	if ((id != CLOCK_MONOTONIC && id != CLOCK_REALTIME) || clock_test_cpu < 0)
+	if (id != CLOCK_MONOTONIC || clock_test_cpu < 0)
 		return clock_test_libc_clock_gettime(id, ts);
 	line = table_load_lines(CLOCK_LINES_MONOTONIC, (uint32_t)clock_test_cpu);
 	if (line.mult == 0)
@@ -64,9 +60,6 @@ static int clock_test_kernel_clock_gettime(clockid_t id, struct timespec *ts)
 	while (calib_line_eval(line, cpu_rdtsc_fenced()) - ns < clock_test_kernel_stall_ns)
 		;
 	ns -= (uint64_t)clock_test_kernel_lag_ns;
-	if (id == CLOCK_REALTIME)
-		ns += table_page.shared.offset_ns[CLOCK_OFFSET_REALTIME] +
-		      (uint64_t)clock_test_kernel_set_ns;
 	clock_test_kernel_reads++;
 	ts->tv_sec = (time_t)(ns / NS_PER_SEC);
 	ts->tv_nsec = (long)(ns % NS_PER_SEC);
@@ -94,7 +87,6 @@ static void clock_test_setup(void)
 	clock_test_libc_clock_gettime = libc_time.clock_gettime;
 	clock_test_kernel_lag_ns = 0;
 	clock_test_kernel_stall_ns = 0;
-	clock_test_kernel_set_ns = 0;
 	clock_test_kernel_reads = 0;
 	libc_time.clock_gettime = clock_test_kernel_clock_gettime;
 
@@ -1204,31 +1196,6 @@ START_TEST(test_clock_check_refuses)
 }
 END_TEST
 
-/* CLOCK_REALTIME set 5 ms either way beyond the offset the table
- * publishes (a step the refresh thread has not seen yet, or an offset
- * forged in a page), the line itself right: the read is refused, and
- * answered again once the kernel's clock agrees with the offset. */
-START_TEST(test_clock_check_realtime_set)
-{
-	uint32_t mode = clock_test_modes[_i];
-	struct calib_line line = clock_test_check_line();
-	uint64_t before, after;
-	struct timespec ts;
-
-	clock_test_set_offsets(CLOCK_TEST_REALTIME_OFFSET, 0, 0);
-	for (int sign = -1; sign <= 1; sign += 2) {
-		clock_test_kernel_set_ns = sign * 5000000;
-		clock_test_deadlines_clear();
-		ck_assert(!clock_careful_realtime(mode, &ts));
-		ck_assert(!clock_careful_monotonic(mode, &ts));
-		ck_assert_uint_eq(clock_check_until(), 0);
-	}
-	clock_test_kernel_set_ns = 0;
-	ck_assert(clock_test_checked_read(mode, line, &before, &after));
-	ck_assert_uint_gt(clock_check_until(), after);
-}
-END_TEST
-
 /* A check preempted around its read of the kernel's clock (the read takes
  * 100 us) tells nothing: libc answers this read and the next ones without
  * asking the kernel again (a slow libc or a loaded machine would fail the
@@ -1294,7 +1261,6 @@ Suite *suite_clock(void)
 	tcase_add_loop_test(tc, test_clock_check_agrees, 0, modes);
 	tcase_add_loop_test(tc, test_clock_check_shorter_when_off, 0, modes);
 	tcase_add_loop_test(tc, test_clock_check_refuses, 0, modes);
-	tcase_add_loop_test(tc, test_clock_check_realtime_set, 0, modes);
 	tcase_add_loop_test(tc, test_clock_check_preempted, 0, modes);
 	suite_add_tcase(suite, tc);
 	return suite;
