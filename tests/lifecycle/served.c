@@ -10,10 +10,11 @@
  *                     that is not this one's, below 256), valid_ticks_at,
  *                     records_at, calibrated_at (the mask of CPUs the
  *                     service calibrates, a bit each, little-endian)
- *   probe [WAIT_MS]   1000 reads of CLOCK_MONOTONIC (first_libc_calls: how
- *                     many reached libc; a thread's first time call seeds
- *                     the clamp with one of libc's readings, so 1 where the
- *                     TSC answers from the first call; first_fresh: whether
+ *   probe [WAIT_MS]   1000 reads of CLOCK_MONOTONIC (first_libc_answers:
+ *                     how many libc answered: a read that reached libc
+ *                     while the next did not was the TSC's, the clamp's
+ *                     seed or a check of the lines taken beside it, so 0
+ *                     where the TSC answers from the first call; first_fresh: whether
  *                     FASTTIME_PAGE's page could answer them throughout:
  *                     fresh by the validity it had before, with a line for
  *                     the CPU they ran on before and after them, which a
@@ -221,7 +222,8 @@ static void served_probe(unsigned wait_ms, bool settle)
 	const struct table_page *page = served_page_view();
 	struct served_tracks t = { 0 };
 	uint64_t before, end, give_up, valid_from = 0, valid_ticks = 0;
-	bool thread_seen = false, each_fast = false, line_before, fresh;
+	bool thread_seen = false, each_fast = false, line_before, fresh, reached[1000];
+	unsigned libc_answers = 0;
 	int cpu_before;
 	/* Without /proc (timens-run noproc), threads cannot be counted. */
 	bool proc = access("/proc/self/task", F_OK) == 0;
@@ -233,11 +235,14 @@ static void served_probe(unsigned wait_ms, bool settle)
 	}
 	cpu_before = sched_getcpu();
 	line_before = served_page_has_line(page, cpu_before);
-	before = life_fallthrough();
-	for (int i = 0; i < 1000; i++)
+	for (int i = 0; i < 1000; i++) {
+		before = life_fallthrough();
 		clock_gettime(CLOCK_MONOTONIC, &ts);
-	printf("%sfirst_libc_calls=%llu\n", served_prefix,
-	       (unsigned long long)(life_fallthrough() - before));
+		reached[i] = life_fallthrough() != before;
+	}
+	for (int i = 0; i < 1000; i++)
+		libc_answers += reached[i] && (i == 999 || reached[i + 1]);
+	printf("%sfirst_libc_answers=%u\n", served_prefix, libc_answers);
 	/* Fresh from before the reads to after them, by the validity read
 	 * before (a renewal meanwhile only makes it fresher), with a line
 	 * for their CPU on each side of them. */
