@@ -54,9 +54,12 @@ static bool clock_careful_finish(enum clock_lines lines, uint64_t tsc, struct ca
 
 	if (tsc - valid_from > valid_ticks) {
 		/* A page that was stale is judged again before it answers:
-		 * after a counter reset, the process's deadline is far ahead. */
+		 * after a counter reset, the process's deadline is far ahead.
+		 * And lines that lapsed are checked again: the thread may
+		 * restart them anywhere its samples say. */
 		if (wiped_judged_until() != 0)
 			clock_check_judged_until(0);
+		clock_check_forget();
 		clock_careful_lapsed(tsc, valid_from, valid_ticks);
 		return false;
 	}

@@ -34,6 +34,14 @@ void clock_check_judged_until(uint64_t until)
 	clock_check_publish();
 }
 
+void clock_check_forget(void)
+{
+	if (__atomic_load_n(&wiped.words.checked_until_tsc, __ATOMIC_RELAXED) == 0)
+		return;
+	__atomic_store_n(&wiped.words.checked_until_tsc, 0, __ATOMIC_SEQ_CST);
+	clock_check_publish();
+}
+
 uint64_t clock_check_until(void)
 {
 	return __atomic_load_n(&wiped.words.checked_until_tsc, __ATOMIC_RELAXED);

@@ -50,6 +50,11 @@ bool clock_check(uint64_t tsc, struct calib_line monotonic);
  * of it and the check's. */
 void clock_check_judged_until(uint64_t until);
 
+/* The lines lapsed: what the thread publishes next (lines restarted where
+ * its samples put them) is checked before it answers, whatever a check
+ * found of the lines before. */
+void clock_check_forget(void);
+
 /* The counter reading until which the lines were last found right (0:
  * never, or refused), for the tests. */
 uint64_t clock_check_until(void);

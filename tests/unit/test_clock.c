@@ -1196,6 +1196,31 @@ START_TEST(test_clock_check_refuses)
 }
 END_TEST
 
+/* Lines that lapse lose the check's grant: the lines published after the
+ * lapse (restarted where the thread's samples put them) are checked again
+ * before they answer. */
+START_TEST(test_clock_check_forgotten_at_lapse)
+{
+	uint32_t mode = clock_test_modes[_i];
+	struct calib_line line = clock_test_check_line();
+	uint64_t before, after, now;
+	struct timespec ts;
+	unsigned reads;
+
+	ck_assert(clock_test_checked_read(mode, line, &before, &after));
+	ck_assert_uint_ne(clock_check_until(), 0);
+	now = clock_test_tsc();
+	table_set_validity(now - 1000000, 1000);
+	ck_assert(!clock_careful_monotonic(mode, &ts));
+	ck_assert_uint_eq(clock_check_until(), 0);
+	table_set_validity(0, UINT64_MAX);
+	reads = clock_test_kernel_reads;
+	ck_assert(clock_careful_monotonic(mode, &ts));
+	ck_assert_uint_gt(clock_test_kernel_reads, reads);
+	ck_assert_uint_ne(clock_check_until(), 0);
+}
+END_TEST
+
 /* A check preempted around its read of the kernel's clock (the read takes
  * 100 us) tells nothing: libc answers this read and the next ones without
  * asking the kernel again (a slow libc or a loaded machine would fail the
@@ -1261,6 +1286,7 @@ Suite *suite_clock(void)
 	tcase_add_loop_test(tc, test_clock_check_agrees, 0, modes);
 	tcase_add_loop_test(tc, test_clock_check_shorter_when_off, 0, modes);
 	tcase_add_loop_test(tc, test_clock_check_refuses, 0, modes);
+	tcase_add_loop_test(tc, test_clock_check_forgotten_at_lapse, 0, modes);
 	tcase_add_loop_test(tc, test_clock_check_preempted, 0, modes);
 	suite_add_tcase(suite, tc);
 	return suite;
