@@ -8,6 +8,7 @@
 
 #include <sys/mman.h>
 
+#include "clock_check.h"
 #include "debug.h"
 #include "libc.h"
 #include "offsets.h"
@@ -528,8 +529,15 @@ static bool lines_monotonic_update(uint32_t cpu, const struct calib_sample *samp
 	state->failing_since_ns = 0;
 	state->dropped = false;
 	lines_note_rate(state, sample->ns, relearned);
-	if (k->line.mult != 0)
+	if (k->line.mult != 0) {
 		lines_publish(cpu, CLOCK_LINES_MONOTONIC);
+		/* A line stepped onto the sample jumped: this process's
+		 * readers check it before it answers, whatever they found of
+		 * the old one (a page's readers, in other processes, check it
+		 * at their grant's end). */
+		if (state->last_outcome == CALIB_STEPPED)
+			clock_check_forget();
+	}
 	if (state->last_outcome != CALIB_NEED_MORE)
 		debug_log("cpu %u: %s, %.6f ns/tick, error %+lld ns, sandwich %llu ns", cpu,
 			  lines_outcome_name(state->last_outcome),
