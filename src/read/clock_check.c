@@ -5,6 +5,7 @@
 
 #include <time.h>
 
+#include "clock.h"
 #include "cpu.h"
 #include "debug.h"
 #include "libc.h"
@@ -47,12 +48,6 @@ uint64_t clock_check_until(void)
 	return __atomic_load_n(&wiped.words.checked_until_tsc, __ATOMIC_RELAXED);
 }
 
-/* The line's value at tsc. */
-static uint64_t clock_check_line_at(struct calib_line line, uint64_t tsc)
-{
-	return (uint64_t)(((unsigned __int128)tsc * line.mult) >> 64) + line.offset;
-}
-
 /* The line's distance from libc's CLOCK_MONOTONIC, at most: libc's
  * reading lies between the line's values at the counter readings taken
  * around it where the line is right. One call to libc, where two around a
@@ -67,8 +62,8 @@ static bool clock_check_distance(struct calib_line line, uint64_t *tsc_out, uint
 		tsc = cpu_rdtsc_fenced();
 		if (libc_clock_gettime(CLOCK_MONOTONIC, &kernel_ts) != 0)
 			return false;
-		first = clock_check_line_at(line, tsc);
-		last = clock_check_line_at(line, cpu_rdtsc_fenced());
+		first = clock_mulhi(tsc, line.mult) + line.offset;
+		last = clock_mulhi(cpu_rdtsc_fenced(), line.mult) + line.offset;
 		if (last < first || last - first > CLOCK_CHECK_WIDTH_MAX_NS)
 			continue;
 		kernel = timespec_to_ns(&kernel_ts);
